@@ -1,0 +1,96 @@
+//! NATS connection and W3C trace context in message headers.
+//!
+//! The hook starts a trace and writes `traceparent` into the headers of the event it publishes;
+//! every consumer makes that context the parent of its handling span, so one hook event is one
+//! trace across services.
+
+use anyhow::Context as _;
+use async_nats::HeaderMap;
+use opentelemetry::propagation::{Extractor, Injector};
+use std::time::Duration;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use crate::CommonArgs;
+
+/// Connect to NATS as `name`, retrying the first connection until `deadline` passes.
+///
+/// Services start before or alongside the server (compose, `mneme up`), so a refused first
+/// connection is normal for a moment; after that the client reconnects by itself.
+pub async fn connect(
+    args: &CommonArgs,
+    name: &str,
+    deadline: Duration,
+) -> anyhow::Result<async_nats::Client> {
+    let started = std::time::Instant::now();
+    loop {
+        let mut options = async_nats::ConnectOptions::new()
+            .name(format!("mneme-{name}"))
+            .connection_timeout(Duration::from_secs(2))
+            .retry_on_initial_connect();
+        if let Some(token) = &args.nats_token {
+            options = options.token(token.clone());
+        }
+        if let Some(creds) = &args.nats_creds {
+            options = options
+                .credentials_file(creds)
+                .await
+                .with_context(|| format!("reading nats credentials {}", creds.display()))?;
+        }
+        // `retry_on_initial_connect` makes `connect` return at once and connect in the
+        // background; wait for the connection here so callers can rely on it.
+        let client = options
+            .connect(&args.nats_url)
+            .await
+            .with_context(|| format!("connecting to nats at {}", args.nats_url))?;
+        while client.connection_state() != async_nats::connection::State::Connected {
+            if started.elapsed() > deadline {
+                anyhow::bail!(
+                    "nats at {} did not accept a connection within {deadline:?}",
+                    args.nats_url
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        return Ok(client);
+    }
+}
+
+struct HeaderInjector<'a>(&'a mut HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        self.0.insert(key, value.as_str());
+    }
+}
+
+struct HeaderExtractor<'a>(&'a HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(|v| v.as_str())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.iter().map(|(k, _)| k.as_ref()).collect()
+    }
+}
+
+/// Write the current span's trace context into `headers`.
+pub fn inject_trace(headers: &mut HeaderMap) {
+    let context = tracing::Span::current().context();
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut HeaderInjector(headers));
+    });
+}
+
+/// Make the trace context carried in `headers`, when there is one, the parent of `span`.
+pub fn continue_trace(span: &tracing::Span, headers: Option<&HeaderMap>) {
+    let Some(headers) = headers else { return };
+    if headers.get(proto::subjects::TRACEPARENT_HEADER).is_none() {
+        return;
+    }
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&HeaderExtractor(headers))
+    });
+    let _ = span.set_parent(parent);
+}

@@ -1,0 +1,333 @@
+//! One hook run: read the payload, normalise, deliver (publish, or spool and replay), and print
+//! context when the host can take it.
+
+use crate::claude_code;
+use crate::config::HookConfig;
+use crate::spool::Spool;
+use proto::event::Payload;
+use proto::{Event, Message as _};
+use std::io::{Read as _, Write};
+use std::time::{Duration, Instant};
+
+/// The largest payload read from stdin; larger input is recorded as invalid, not parsed.
+const MAX_INPUT_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Events above this size are cut harder, to stay under NATS's default 1 MiB message limit.
+const MAX_EVENT_BYTES: usize = 900 * 1024;
+
+/// What happened to the event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Published and acknowledged by JetStream; `replayed` spooled events went first.
+    Published { replayed: usize },
+    /// Written to the spool, with the reason it could not be published now.
+    Spooled { reason: String },
+    /// `MNEME_DISABLED` is set.
+    Disabled,
+    /// Neither published nor spooled: the event is lost and the reason was logged.
+    Failed { reason: String },
+}
+
+/// Run the hook for `host` with the process's stdin and stdout. Never fails: every problem is
+/// logged to the hook log and the function returns normally, so the process exits 0.
+pub fn main(host: &str) {
+    let config = HookConfig::from_env();
+    if config.disabled {
+        return;
+    }
+    let input = read_stdin(config.stdin_timeout);
+    let mut stdout = std::io::stdout().lock();
+    let outcome = run(&config, host, input, &mut stdout);
+    let _ = stdout.flush();
+    match outcome {
+        Outcome::Spooled { reason } => log(&config, &format!("spooled: {reason}")),
+        Outcome::Failed { reason } => log(&config, &format!("lost: {reason}")),
+        Outcome::Published { .. } | Outcome::Disabled => {}
+    }
+}
+
+/// Run the hook on `input`, writing the host's output (if any) to `out`.
+pub fn run(config: &HookConfig, host: &str, input: Result<Vec<u8>, String>, out: &mut impl Write) -> Outcome {
+    if config.disabled {
+        return Outcome::Disabled;
+    }
+    let sanitizer = match sanitize::Sanitizer::new(&sanitize::Config::default()) {
+        Ok(sanitizer) => sanitizer,
+        Err(error) => return Outcome::Failed { reason: format!("sanitizer: {error}") },
+    };
+    let mut event = match (host, input) {
+        ("claude-code" | "claude", Ok(input)) => claude_code::normalise(&input, &sanitizer),
+        (_, Err(reason)) => {
+            let mut event = claude_code::normalise(b"{}", &sanitizer);
+            event.payload = Some(Payload::Invalid(proto::Invalid {
+                reason,
+                excerpt: String::new(),
+                size_bytes: 0,
+            }));
+            event
+        }
+        (other, Ok(_)) => {
+            return Outcome::Failed {
+                reason: format!("unknown host {other:?}; known hosts: claude-code"),
+            };
+        }
+    };
+    fit(&mut event, &sanitizer);
+
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return spool_or_fail(config, &event, &format!("tokio: {error}")),
+    };
+    let (outcome, context) = runtime.block_on(deliver(config, &event));
+    if let Some(text) = context.and_then(|c| claude_code::render_context(&event, &c)) {
+        let _ = writeln!(out, "{text}");
+    }
+    outcome
+}
+
+/// Publish (or spool) the event and, when the host can take it, fetch context at the same time.
+async fn deliver(config: &HookConfig, event: &Event) -> (Outcome, Option<String>) {
+    let client = match connect(config).await {
+        Ok(client) => client,
+        Err(reason) => return (spool_or_fail(config, event, &reason), None),
+    };
+    let jetstream = async_nats::jetstream::new(client.clone());
+    let spool = Spool::new(&config.spool_dir);
+    let publish = async {
+        if spool.has_pending() {
+            // Older events are waiting: queue behind them so each session stays in order.
+            if let Err(error) = spool.write(&event.id, &event.encode_to_vec()) {
+                return Outcome::Failed { reason: format!("spool write: {error}") };
+            }
+            match replay(config, &jetstream, &spool).await {
+                Ok(replayed) if !spool.has_pending() => Outcome::Published { replayed },
+                Ok(_) => Outcome::Spooled { reason: "replay budget spent or another replay running".to_owned() },
+                Err(reason) => Outcome::Spooled { reason },
+            }
+        } else {
+            match publish(config, &jetstream, event).await {
+                Ok(()) => Outcome::Published { replayed: 0 },
+                Err(reason) => spool_or_fail(config, event, &reason),
+            }
+        }
+    };
+    let context = async {
+        if claude_code::wants_context(event) {
+            fetch_context(config, &client, event).await
+        } else {
+            None
+        }
+    };
+    tokio::join!(publish, context)
+}
+
+async fn connect(config: &HookConfig) -> Result<async_nats::Client, String> {
+    let mut options = async_nats::ConnectOptions::new()
+        .name("mneme-hook")
+        .connection_timeout(config.connect_timeout)
+        .max_reconnects(1);
+    if let Some(token) = &config.nats_token {
+        options = options.token(token.clone());
+    }
+    if let Some(creds) = &config.nats_creds {
+        options = options
+            .credentials_file(creds)
+            .await
+            .map_err(|e| format!("nats credentials {}: {e}", creds.display()))?;
+    }
+    match tokio::time::timeout(config.connect_timeout, options.connect(&config.nats_url)).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(error)) => Err(format!("connect {}: {error}", config.nats_url)),
+        Err(_) => Err(format!(
+            "connect {}: no answer within {:?}",
+            config.nats_url, config.connect_timeout
+        )),
+    }
+}
+
+/// Publish one event with its id as `Nats-Msg-Id` and wait, bounded, for the ack.
+async fn publish(
+    config: &HookConfig,
+    jetstream: &async_nats::jetstream::Context,
+    event: &Event,
+) -> Result<(), String> {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
+    headers.insert(proto::subjects::TRACEPARENT_HEADER, traceparent(event).as_str());
+    let send = async {
+        jetstream
+            .publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
+            .await
+            .map_err(|e| format!("publish: {e}"))?
+            .await
+            .map_err(|e| format!("publish ack: {e}"))
+    };
+    match tokio::time::timeout(config.ack_timeout, send).await {
+        Ok(Ok(_ack)) => Ok(()),
+        Ok(Err(reason)) => Err(reason),
+        Err(_) => Err(format!("no publish ack within {:?}", config.ack_timeout)),
+    }
+}
+
+/// Replay spooled events in order, each acked before its file is removed. Returns how many were
+/// replayed; stops at the first failure or when the budget is spent.
+async fn replay(
+    config: &HookConfig,
+    jetstream: &async_nats::jetstream::Context,
+    spool: &Spool,
+) -> Result<usize, String> {
+    let lock = spool.try_lock().map_err(|e| format!("spool lock: {e}"))?;
+    let Some(_lock) = lock else { return Ok(0) };
+    let deadline = Instant::now() + config.replay_budget;
+    let mut replayed = 0;
+    loop {
+        let pending = spool.pending().map_err(|e| format!("spool list: {e}"))?;
+        if pending.is_empty() {
+            return Ok(replayed);
+        }
+        for path in pending {
+            if Instant::now() > deadline {
+                return Ok(replayed);
+            }
+            let bytes = std::fs::read(&path).map_err(|e| format!("spool read: {e}"))?;
+            match Event::decode(bytes.as_slice()) {
+                Ok(event) => publish(config, jetstream, &event).await?,
+                Err(error) => {
+                    // A damaged file must not block every later event; keep it aside for a human.
+                    let aside = path.with_extension("corrupt");
+                    let _ = std::fs::rename(&path, &aside);
+                    log(config, &format!("spool file {} is damaged ({error}); moved aside", path.display()));
+                    continue;
+                }
+            }
+            std::fs::remove_file(&path).map_err(|e| format!("spool remove: {e}"))?;
+            replayed += 1;
+        }
+    }
+}
+
+/// Ask retrieval for context within the budget; `None` on any failure or silence.
+async fn fetch_context(config: &HookConfig, client: &async_nats::Client, event: &Event) -> Option<String> {
+    let (moment, prompt) = match &event.payload {
+        Some(Payload::SessionStart(_)) => (proto::context_request::Moment::SessionStart, String::new()),
+        Some(Payload::Prompt(p)) => (proto::context_request::Moment::Prompt, p.text.clone()),
+        _ => return None,
+    };
+    let request = proto::ContextRequest {
+        moment: moment as i32,
+        agent: event.agent,
+        project: event.project.clone(),
+        session_id: event.session_id.clone(),
+        prompt,
+        max_chars: claude_code::MAX_CONTEXT_CHARS as u32,
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(proto::subjects::TRACEPARENT_HEADER, traceparent(event).as_str());
+    let ask = client.request_with_headers(
+        proto::subjects::RETRIEVAL_CONTEXT,
+        headers,
+        request.encode_to_vec().into(),
+    );
+    let reply = tokio::time::timeout(config.context_timeout, ask).await.ok()?.ok()?;
+    let reply = proto::ContextReply::decode(reply.payload).ok()?;
+    Some(reply.text).filter(|t| !t.trim().is_empty())
+}
+
+/// A W3C traceparent whose trace id is the event id, so the trace of an event is found by its id.
+fn traceparent(event: &Event) -> String {
+    let span = proto::new_event_id();
+    format!("00-{}-{}-01", event.id, &span[16..])
+}
+
+fn spool_or_fail(config: &HookConfig, event: &Event, reason: &str) -> Outcome {
+    match Spool::new(&config.spool_dir).write(&event.id, &event.encode_to_vec()) {
+        Ok(_) => Outcome::Spooled { reason: reason.to_owned() },
+        Err(error) => Outcome::Failed { reason: format!("{reason}; spool write failed: {error}") },
+    }
+}
+
+/// Truncate the event's large fields so it fits in one NATS message.
+fn fit(event: &mut Event, sanitizer: &sanitize::Sanitizer) {
+    for_each_large_field(event, |field| {
+        if let (text, Some(_)) = sanitizer.truncate(field) {
+            *field = text;
+        }
+    });
+    if event.encoded_len() > MAX_EVENT_BYTES {
+        // Many fields each under the limit can still add up; cut them all hard.
+        for_each_large_field(event, |field| {
+            if field.len() > 16 * 1024 {
+                let cut = field.char_indices().nth(16 * 1024).map_or(field.len(), |(i, _)| i);
+                field.truncate(cut);
+                field.push_str("\n[… truncated by mneme-hook to fit one message …]");
+            }
+        });
+    }
+}
+
+fn for_each_large_field(event: &mut Event, mut f: impl FnMut(&mut String)) {
+    f(&mut event.extra_json);
+    match &mut event.payload {
+        Some(Payload::Prompt(p)) => f(&mut p.text),
+        Some(Payload::PreTool(t) | Payload::PostTool(t) | Payload::ToolFailure(t)) => {
+            f(&mut t.input_json);
+            f(&mut t.response_json);
+            f(&mut t.error);
+        }
+        Some(Payload::SubagentStart(s) | Payload::SubagentStop(s)) => f(&mut s.last_message),
+        Some(Payload::PreCompact(c) | Payload::PostCompact(c)) => {
+            f(&mut c.summary);
+            f(&mut c.custom_instructions);
+        }
+        Some(Payload::Stop(s)) => f(&mut s.last_message),
+        Some(Payload::Notification(n)) => f(&mut n.message),
+        Some(Payload::Unknown(u)) => f(&mut u.raw_json),
+        Some(Payload::Invalid(i)) => f(&mut i.excerpt),
+        Some(Payload::SessionStart(_) | Payload::SessionEnd(_)) | None => {}
+    }
+}
+
+/// Read the whole of stdin, bounded in size and in time: a host that never closes stdin must
+/// not hang the hook.
+fn read_stdin(timeout: Duration) -> Result<Vec<u8>, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut input = Vec::new();
+        let result = std::io::stdin()
+            .lock()
+            .take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut input)
+            .map(|_| input);
+        let _ = tx.send(result);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(input)) if input.len() as u64 > MAX_INPUT_BYTES => {
+            Err(format!("payload larger than {MAX_INPUT_BYTES} bytes"))
+        }
+        Ok(Ok(input)) => Ok(input),
+        Ok(Err(error)) => Err(format!("reading stdin: {error}")),
+        Err(_) => Err(format!("no payload on stdin within {timeout:?}")),
+    }
+}
+
+/// Append one line to `$MNEME_HOME/hook.log`; the hook has no other place to complain.
+fn log(config: &HookConfig, line: &str) {
+    if config.debug {
+        eprintln!("mneme-hook: {line}");
+    }
+    let _ = std::fs::create_dir_all(&config.home);
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(config.home.join("hook.log"))
+    {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        let _ = writeln!(file, "{now} {line}");
+    }
+}

@@ -1,0 +1,11 @@
+//! `mneme-hook <host>`: run by an agent host for each lifecycle hook, payload on stdin.
+//! Always exits 0 so the agent is never blocked or broken by memory capture.
+
+fn main() {
+    let host = std::env::args().nth(1).unwrap_or_else(|| "claude-code".to_owned());
+    if host == "--version" || host == "-V" {
+        println!("mneme-hook {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
+    mneme_hook::client::main(&host);
+}

@@ -1,0 +1,103 @@
+//! The ingest service: the first stage of the write path.
+//!
+//! Consumes hook events from `mneme.events.>` (durable pull consumer `ingest` on stream
+//! `MNEME_EVENTS`). For each event it sanitises (system tags, secrets, private blocks, excluded
+//! paths, truncation), deduplicates (by event id, and by content hash within a short window for
+//! hosts that fire the same hook twice), upserts the session, stores the observation and any
+//! compaction, then emits `mneme.ingest.stored` and acks. Malformed messages are dead-lettered
+//! on `mneme.dlq.ingest` with the reason, recorded in `dead_letters`, and acked.
+//!
+//! Writes: `sessions`, `observations`, `observations_fts`, `compactions`, `dead_letters`.
+//!
+//! Invariants: a message is acked only after its effects are committed, so a crash redelivers
+//! it; handling is idempotent, so a redelivery changes nothing but re-emits the notification.
+
+mod db;
+mod record;
+mod worker;
+
+pub use record::{Observation, build_observation};
+
+use anyhow::Context as _;
+use common::CommonArgs;
+use std::path::PathBuf;
+use tokio_util::sync::CancellationToken;
+
+/// Configuration of the ingest service.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "mneme-ingest", version, about = "mneme ingest service")]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    #[command(flatten)]
+    pub ingest: IngestArgs,
+}
+
+/// The settings specific to ingest, also flattened into `mneme up`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct IngestArgs {
+    /// Comma-separated globs of file paths whose content is never stored.
+    #[arg(long, env = "MNEME_EXCLUDE_GLOBS", value_delimiter = ',')]
+    pub exclude_globs: Option<Vec<String>>,
+
+    /// Comma-separated working directories whose sessions are not recorded at all.
+    #[arg(long, env = "MNEME_EXCLUDE_DIRS", value_delimiter = ',')]
+    pub exclude_dirs: Vec<PathBuf>,
+
+    /// Tool outputs longer than this many characters keep only a head and a tail preview.
+    #[arg(long, env = "MNEME_MAX_OUTPUT_CHARS", default_value_t = 100_000)]
+    pub max_output_chars: usize,
+
+    /// Largest number of messages handled in one transaction.
+    #[arg(long, env = "MNEME_INGEST_BATCH", default_value_t = 256)]
+    pub batch: usize,
+
+    /// Two events of one session with the same content within this window are one event.
+    #[arg(long, env = "MNEME_DEDUP_WINDOW_MS", default_value_t = 5_000)]
+    pub dedup_window_ms: i64,
+
+    /// A message that failed this many deliveries is dead-lettered instead of retried.
+    #[arg(long, env = "MNEME_MAX_DELIVER", default_value_t = 5)]
+    pub max_deliver: i64,
+}
+
+impl Default for IngestArgs {
+    fn default() -> Self {
+        IngestArgs {
+            exclude_globs: None,
+            exclude_dirs: Vec::new(),
+            max_output_chars: 100_000,
+            batch: 256,
+            dedup_window_ms: 5_000,
+            max_deliver: 5,
+        }
+    }
+}
+
+/// The service name, used in subjects and logs.
+pub const SERVICE: &str = "ingest";
+
+/// Run ingest until `shutdown` is cancelled; in-flight messages are finished and acked first.
+pub async fn run(common: CommonArgs, args: IngestArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let mut config = sanitize::Config::default();
+    if let Some(globs) = &args.exclude_globs {
+        config.exclude_globs = globs.iter().filter(|g| !g.is_empty()).cloned().collect();
+    }
+    config.max_output_chars = args.max_output_chars;
+    let sanitizer = sanitize::Sanitizer::new(&config).context("invalid exclude globs")?;
+
+    let db_path = common.db_path();
+    let store = store::Store::open(&db_path)
+        .await
+        .with_context(|| format!("opening store {}", db_path.display()))?;
+    let client = common::nats::connect(&common, SERVICE, std::time::Duration::from_secs(30)).await?;
+    let result = worker::Worker::new(client.clone(), store.clone(), sanitizer, args)
+        .run(shutdown)
+        .await;
+    if let Err(error) = client.drain().await {
+        tracing::warn!(%error, "draining nats failed");
+    }
+    store.close().await;
+    result
+}

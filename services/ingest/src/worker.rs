@@ -1,0 +1,333 @@
+//! The pull loop: fetch what is ready (up to a batch), decode, store everything in one
+//! transaction, emit notifications, then ack.
+
+use crate::db::{self, Stored};
+use crate::record::{Observation, build_observation};
+use crate::{IngestArgs, SERVICE};
+use anyhow::Context as _;
+use async_nats::jetstream::{self, AckKind, consumer::pull};
+use common::health::Counters;
+use futures::StreamExt as _;
+use proto::event::Payload;
+use proto::{DeadLetter, Event, Message as _, ObservationStored, subjects};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+/// How long JetStream waits for an ack before redelivering a message to ingest.
+const ACK_WAIT: Duration = Duration::from_secs(10);
+
+/// How much of a bad payload a dead letter keeps.
+const EXCERPT_BYTES: usize = 512;
+
+pub struct Worker {
+    client: async_nats::Client,
+    jetstream: jetstream::Context,
+    store: store::Store,
+    sanitizer: sanitize::Sanitizer,
+    args: IngestArgs,
+    counters: Arc<Counters>,
+}
+
+/// A message after decoding, before storing.
+enum Item {
+    Event { event: Box<Event>, observation: Box<Observation>, span: tracing::Span },
+    Dead(DeadLetter),
+    Skip,
+}
+
+/// What to publish once the transaction committed.
+enum Emit {
+    Stored(ObservationStored, tracing::Span),
+    Dead(DeadLetter),
+}
+
+impl Worker {
+    pub fn new(
+        client: async_nats::Client,
+        store: store::Store,
+        sanitizer: sanitize::Sanitizer,
+        args: IngestArgs,
+    ) -> Worker {
+        Worker {
+            jetstream: jetstream::new(client.clone()),
+            client,
+            store,
+            sanitizer,
+            args,
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        common::streams::ensure(&self.jetstream).await?;
+        let stream = self
+            .jetstream
+            .get_stream(subjects::EVENTS_STREAM)
+            .await
+            .context("opening the events stream")?;
+        let consumer: jetstream::consumer::PullConsumer = stream
+            .get_or_create_consumer(
+                subjects::INGEST_CONSUMER,
+                pull::Config {
+                    durable_name: Some(subjects::INGEST_CONSUMER.to_owned()),
+                    description: Some("ingest: sanitise and store hook events".to_owned()),
+                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                    ack_wait: ACK_WAIT,
+                    max_ack_pending: 20_000,
+                    ..Default::default()
+                },
+            )
+            .await
+            .context("creating the ingest consumer")?;
+        let health = tokio::spawn(common::health::serve(
+            self.client.clone(),
+            SERVICE,
+            self.counters.clone(),
+            shutdown.clone(),
+        ));
+        let batch = self.args.batch.max(1);
+        let mut messages = consumer
+            .stream()
+            .max_messages_per_batch(batch)
+            .heartbeat(Duration::from_secs(5))
+            .messages()
+            .await
+            .context("pulling from the ingest consumer")?
+            .ready_chunks(batch);
+        tracing::info!(consumer = subjects::INGEST_CONSUMER, "ingest running");
+        loop {
+            // A batch in progress is never interrupted: cancellation is only seen between
+            // batches, so in-flight messages are finished and acked before shutdown.
+            let chunk = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                chunk = messages.next() => match chunk {
+                    Some(chunk) => chunk,
+                    None => break,
+                },
+            };
+            let messages: Vec<jetstream::Message> = chunk
+                .into_iter()
+                .filter_map(|m| m.map_err(|e| tracing::warn!(error = %e, "pull failed")).ok())
+                .collect();
+            if !messages.is_empty() {
+                self.handle(messages).await;
+            }
+        }
+        health.abort();
+        tracing::info!("ingest stopped");
+        Ok(())
+    }
+
+    async fn handle(&self, messages: Vec<jetstream::Message>) {
+        let items: Vec<Item> = messages.iter().map(|m| self.decode(m)).collect();
+        match self.commit(&messages, &items).await {
+            Ok(emits) => self.finish(&messages, emits).await,
+            Err(error) => {
+                // One bad message must not hold the others back: retry them one by one.
+                tracing::warn!(error = %format!("{error:#}"), size = messages.len(), "batch failed; retrying one by one");
+                for (message, item) in messages.iter().zip(items) {
+                    self.handle_one(message, item).await;
+                }
+            }
+        }
+    }
+
+    async fn handle_one(&self, message: &jetstream::Message, item: Item) {
+        let one = std::slice::from_ref(message);
+        match self.commit(one, std::slice::from_ref(&item)).await {
+            Ok(emits) => self.finish(one, emits).await,
+            Err(error) => {
+                let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
+                if delivered >= self.args.max_deliver {
+                    let letter = self.dead_letter(
+                        message,
+                        format!("storing failed {delivered} times: {error:#}"),
+                        event_id_of(&item),
+                        message.payload.len(),
+                    );
+                    match self.commit(one, &[Item::Dead(letter)]).await {
+                        Ok(emits) => return self.finish(one, emits).await,
+                        Err(error) => tracing::error!(error = %format!("{error:#}"), "cannot record dead letter"),
+                    }
+                }
+                tracing::warn!(error = %format!("{error:#}"), delivered, "message failed; will be redelivered");
+                let _ = message.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+            }
+        }
+    }
+
+    fn decode(&self, message: &jetstream::Message) -> Item {
+        let size = message.payload.len();
+        let event = match Event::decode(message.payload.as_ref()) {
+            Ok(event) => event,
+            Err(error) => {
+                return Item::Dead(self.dead_letter(
+                    message,
+                    format!("payload is not a mneme event: {error}"),
+                    String::new(),
+                    size,
+                ));
+            }
+        };
+        let reject = |reason: String| Item::Dead(self.dead_letter(message, reason, event.id.clone(), size));
+        if event.schema_version == 0 || event.schema_version > proto::SCHEMA_VERSION {
+            return reject(format!(
+                "unsupported schema version {} (this ingest understands 1 to {})",
+                event.schema_version,
+                proto::SCHEMA_VERSION
+            ));
+        }
+        if !proto::is_valid_event_id(&event.id) {
+            return reject("event id is not 32 lowercase hex characters".to_owned());
+        }
+        match &event.payload {
+            None => return reject("event has no payload".to_owned()),
+            Some(Payload::Invalid(invalid)) => {
+                let mut letter = self.dead_letter(
+                    message,
+                    format!("hook could not read the host payload: {}", invalid.reason),
+                    event.id.clone(),
+                    invalid.size_bytes as usize,
+                );
+                letter.excerpt = self.sanitizer.clean_text(&invalid.excerpt).0;
+                return Item::Dead(letter);
+            }
+            Some(_) => {}
+        }
+        if event.session_id.is_empty() {
+            return reject("event has no session id".to_owned());
+        }
+        if self
+            .args
+            .exclude_dirs
+            .iter()
+            .any(|dir| !event.cwd.is_empty() && std::path::Path::new(&event.cwd).starts_with(dir))
+        {
+            return Item::Skip;
+        }
+        let span = tracing::info_span!(
+            "ingest.event",
+            event_id = %event.id,
+            session_id = %event.session_id,
+            subject = %message.subject,
+            kind = event.kind(),
+        );
+        common::nats::continue_trace(&span, message.headers.as_ref());
+        let observation = span.in_scope(|| build_observation(&event, &self.sanitizer));
+        Item::Event { event: Box::new(event), observation: Box::new(observation), span }
+    }
+
+    fn dead_letter(&self, message: &jetstream::Message, reason: String, event_id: String, size: usize) -> DeadLetter {
+        let end = message.payload.len().min(EXCERPT_BYTES);
+        let excerpt = String::from_utf8_lossy(&message.payload[..end]);
+        DeadLetter {
+            subject: message.subject.to_string(),
+            reason,
+            event_id,
+            excerpt: self.sanitizer.clean_text(&excerpt).0,
+            size_bytes: size as u64,
+            at_ms: common::now_ms(),
+        }
+    }
+
+    /// Store every item in one transaction; returns what to publish after the commit.
+    async fn commit(&self, messages: &[jetstream::Message], items: &[Item]) -> anyhow::Result<Vec<Emit>> {
+        let mut tx = self.store.pool().begin().await.context("beginning a transaction")?;
+        let mut emits = Vec::with_capacity(items.len());
+        let now = common::now_ms();
+        for (message, item) in messages.iter().zip(items) {
+            match item {
+                Item::Event { event, observation, span } => {
+                    let stored = db::store_event(&mut tx, event, observation, self.args.dedup_window_ms, now)
+                        .instrument(span.clone())
+                        .await
+                        .with_context(|| format!("storing event {}", event.id))?;
+                    let id = match stored {
+                        Stored::New(id) | Stored::Again(id) => id,
+                        Stored::Duplicate => {
+                            span.in_scope(|| tracing::debug!("duplicate content within the dedup window; skipped"));
+                            continue;
+                        }
+                    };
+                    emits.push(Emit::Stored(
+                        ObservationStored {
+                            observation_id: id,
+                            event_id: event.id.clone(),
+                            session_id: event.session_id.clone(),
+                            project: event.project.clone(),
+                            kind: observation.kind.to_owned(),
+                            tool_name: observation.tool_name.clone(),
+                            occurred_at_ms: event.occurred_at_ms,
+                        },
+                        span.clone(),
+                    ));
+                }
+                Item::Dead(letter) => {
+                    let seq = message.info().map(|i| i.stream_sequence).unwrap_or_default();
+                    if db::store_dead_letter(&mut tx, SERVICE, seq, letter).await? {
+                        tracing::warn!(reason = %letter.reason, subject = %letter.subject, "dead-lettered");
+                    }
+                    emits.push(Emit::Dead(letter.clone()));
+                }
+                Item::Skip => {}
+            }
+        }
+        tx.commit().await.context("committing")?;
+        Ok(emits)
+    }
+
+    /// Publish notifications (deduplicated by JetStream, so a redelivery is harmless), then ack.
+    async fn finish(&self, messages: &[jetstream::Message], emits: Vec<Emit>) {
+        let mut acks = Vec::with_capacity(emits.len());
+        for emit in emits {
+            let mut headers = async_nats::HeaderMap::new();
+            let (subject, msg_id, payload) = match emit {
+                Emit::Stored(stored, span) => {
+                    span.in_scope(|| common::nats::inject_trace(&mut headers));
+                    (subjects::OBSERVATION_STORED.to_owned(), format!("stored-{}", stored.event_id), stored.encode_to_vec())
+                }
+                Emit::Dead(letter) => {
+                    let id = format!("dlq-{}-{}-{}", SERVICE, letter.event_id, letter.subject);
+                    (subjects::dlq_subject(SERVICE), id, letter.encode_to_vec())
+                }
+            };
+            headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
+            match self.jetstream.publish_with_headers(subject, headers, payload.into()).await {
+                Ok(ack) => acks.push(ack),
+                Err(error) => {
+                    tracing::warn!(%error, "emitting failed; the batch will be redelivered");
+                    return self.nak(messages).await;
+                }
+            }
+        }
+        for ack in acks {
+            if let Err(error) = ack.await {
+                tracing::warn!(%error, "emit not acknowledged; the batch will be redelivered");
+                return self.nak(messages).await;
+            }
+        }
+        for message in messages {
+            if let Err(error) = message.ack().await {
+                tracing::warn!(%error, "ack failed; the message will be redelivered and deduplicated");
+            }
+            self.counters.handled();
+        }
+    }
+
+    async fn nak(&self, messages: &[jetstream::Message]) {
+        for message in messages {
+            let _ = message.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+        }
+    }
+}
+
+fn event_id_of(item: &Item) -> String {
+    match item {
+        Item::Event { event, .. } => event.id.clone(),
+        Item::Dead(letter) => letter.event_id.clone(),
+        Item::Skip => String::new(),
+    }
+}

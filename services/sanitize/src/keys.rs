@@ -1,0 +1,376 @@
+//! Judging assignments: does a key name a secret, and is the value a literal worth redacting?
+//!
+//! The decisions, in short:
+//!
+//! - A key names a secret when one of its words (split on `_ - .` and camelCase humps) is a secret
+//!   word (`password`, `token`, `secret`, `auth`, `credentials`…), or is `key` qualified by a word
+//!   like `api`, `access`, `private`, `signing`; `PGPASSWORD`-style run-together names count too.
+//! - A key that only describes a secret is not one: a last word such as `name`, `id`, `type`,
+//!   `url`, `path`, `file`, `length`, `hash`, `expiry` (`api_key_name`, `token_type`,
+//!   `password_hash`, `PRIVATE_KEY_PATH`), or a first word such as `max`, `num`, `is`, `has`
+//!   (`max_tokens`, `is_authenticated`). `PWD` and `OLDPWD` are the shell's directories.
+//! - Placeholders are not secrets: empty values, `${VAR}`, `$VAR`, `$(command)`, `%VAR%`,
+//!   `{{ template }}`, `<your-token>`, runs of `x`, `*`, `.`, and anything already redacted.
+//!   Weak-but-real values such as `changeme` or `password` are redacted: they may be the password.
+//! - Quoted values are literals and are redacted. Unquoted values are redacted unless they read as
+//!   code: a call or index (`next_token()`), a member path (`self.token`, `req.body.password`),
+//!   the key's own name passed along (`password=password`), a multi-word identifier
+//!   (`new_password`, `accessToken`), a type annotation (`token: String`), a path, a boolean or
+//!   null, or a number under a key that is not a password.
+
+use serde_json::Value;
+
+use crate::secrets::REDACTED_PREFIX;
+use crate::tags::PRIVATE_MARKER;
+
+/// Words that make a key secret wherever they appear in it.
+const SECRET_WORDS: &[&str] = &[
+    "password",
+    "passwords",
+    "passwd",
+    "pwd",
+    "pw",
+    "pass",
+    "passphrase",
+    "passcode",
+    "secret",
+    "secrets",
+    "token",
+    "tokens",
+    "apikey",
+    "apikeys",
+    "auth",
+    "credential",
+    "credentials",
+    "creds",
+    "privatekey",
+    "accesskey",
+    "secretkey",
+    "authtoken",
+    "accesstoken",
+    "refreshtoken",
+    "clientsecret",
+    "sessiontoken",
+    "pat",
+];
+
+/// Run-together spellings that make a key secret even inside a longer word (`PGPASSWORD`).
+const SECRET_INFIXES: &[&str] =
+    &["password", "passwd", "passphrase", "secret", "apikey", "accesskey", "privatekey", "authtoken", "accesstoken", "credential"];
+
+/// Words that make a following `key` a secret key (`api_key`, `SIGNING_KEY`, `stripeKey`).
+const KEY_QUALIFIERS: &[&str] = &[
+    "api", "access", "secret", "private", "encryption", "encrypt", "signing", "sign", "master", "account", "shared",
+    "storage", "hmac", "jwt", "session", "app", "client", "subscription", "license", "auth", "crypto", "cipher", "aes",
+    "service", "admin", "root", "deploy", "ssh", "gpg", "pgp", "webhook", "consumer", "partner", "openai", "anthropic",
+    "stripe", "github", "gitlab", "slack", "google", "gemini", "groq", "mistral", "cohere", "sendgrid", "twilio",
+    "mailgun", "algolia", "firebase", "supabase", "aws", "azure", "gcp",
+];
+
+/// Last words that make a key describe a secret rather than hold one.
+const META_LAST_WORDS: &[&str] = &[
+    "name", "names", "id", "ids", "type", "types", "kind", "url", "uri", "urls", "endpoint", "path", "paths", "file",
+    "files", "filename", "dir", "directory", "length", "len", "count", "counts", "size", "max", "min", "limit",
+    "limits", "expiry", "expires", "expiration", "expire", "ttl", "timeout", "format", "header", "headers", "field",
+    "fields", "env", "var", "vars", "prefix", "suffix", "hint", "policy", "enabled", "disabled", "required", "mode",
+    "method", "methods", "algorithm", "alg", "algo", "hash", "hashed", "provider", "providers", "label",
+    "description", "desc", "placeholder", "command", "cmd", "helper", "location", "source", "version", "index", "idx",
+    "position", "usage", "budget", "rate", "regex", "pattern", "schema", "class", "flag", "flags", "stdin", "prompt",
+    "valid", "validation", "validator", "strength", "rotation", "created", "updated", "at", "date", "time",
+    "lifetime", "age", "scope", "scopes", "audience", "issuer", "ref", "sock", "socket", "domain", "host",
+    "hostname", "server", "realm", "callback", "redirect", "user", "username", "login", "email", "port",
+    "mechanism", "manager", "generator", "parser", "lexer", "stream", "style", "color", "icon", "button", "error",
+    "errors", "status", "state", "result", "handler", "middleware", "config", "settings", "options", "module",
+    "plugin", "test", "tests", "spec", "dialog", "form", "page", "view", "screen", "route", "estimate",
+    // A key ending in a file extension is a file name (`src/auth/token.rs:42:5`).
+    "rs", "py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "java", "kt", "rb", "php", "c", "h", "cc", "cpp",
+    "hpp", "cs", "swift", "sh", "bash", "zsh", "json", "yaml", "yml", "toml", "ini", "cfg", "conf", "md", "txt",
+    "lock", "log", "html", "css", "sql", "xml", "pem", "crt", "pub",
+];
+
+/// First words that make a key a switch or a count rather than a secret.
+const META_FIRST_WORDS: &[&str] = &[
+    "max", "min", "num", "total", "no", "is", "has", "use", "show", "enable", "enabled", "disable", "require",
+    "required", "allow", "with", "without", "skip", "hide", "count", "input", "output", "prompt", "completion",
+    "cached", "reasoning",
+];
+
+/// Words in a key that make a bare number a plausible secret (a PIN, a numeric password).
+const PASSWORD_WORDS: &[&str] = &["password", "passwords", "passwd", "pwd", "pw", "pass", "passphrase", "passcode", "pin"];
+
+/// Keywords that, before a key on the same line, make an assignment a declaration in code.
+const DECLARATIONS: &[&str] = &[
+    "let", "const", "var", "val", "mut", "auto", "final", "static", "readonly", "private", "public", "protected",
+    "pub", "internal", "lateinit", "dim", "my",
+];
+
+/// Unquoted values that are language constants, never secrets.
+const CONSTANTS: &[&str] = &["true", "false", "null", "none", "nil", "undefined", "yes", "no", "on", "off"];
+
+/// Primitive type names, so `token: string` reads as an annotation.
+const PRIMITIVE_TYPES: &[&str] = &[
+    "str", "string", "number", "bool", "boolean", "int", "integer", "float", "double", "any", "unknown", "object",
+    "bytes", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "f32",
+    "f64", "void",
+];
+
+/// Splits a key into lowercase words on `_`, `-`, `.`, `$`, spaces and camelCase humps
+/// (`APIKey` → `api`, `key`; `dbPassword2` → `db`, `password2`).
+pub(crate) fn words(key: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for part in key.split(|c: char| !c.is_ascii_alphanumeric()).filter(|part| !part.is_empty()) {
+        let chars: Vec<char> = part.chars().collect();
+        let mut current = String::new();
+        for (i, &c) in chars.iter().enumerate() {
+            let hump = i > 0
+                && c.is_ascii_uppercase()
+                && (chars[i - 1].is_ascii_lowercase()
+                    || chars[i - 1].is_ascii_digit()
+                    || (chars[i - 1].is_ascii_uppercase() && chars.get(i + 1).is_some_and(char::is_ascii_lowercase)));
+            if hump && !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            current.push(c.to_ascii_lowercase());
+        }
+        if !current.is_empty() {
+            words.push(current);
+        }
+    }
+    words
+}
+
+/// True when `key` names something whose value is a secret (see the module docs).
+pub(crate) fn is_secret_key(key: &str) -> bool {
+    let trimmed = key.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if trimmed.eq_ignore_ascii_case("pwd") || trimmed.eq_ignore_ascii_case("oldpwd") {
+        return false;
+    }
+    let words = words(trimmed);
+    let (Some(first), Some(last)) = (words.first(), words.last()) else {
+        return false;
+    };
+    if META_LAST_WORDS.contains(&last.as_str()) || (words.len() > 1 && META_FIRST_WORDS.contains(&first.as_str())) {
+        return false;
+    }
+    words.iter().enumerate().any(|(i, word)| {
+        SECRET_WORDS.contains(&word.as_str())
+            || SECRET_INFIXES.iter().any(|infix| word.contains(infix))
+            || (matches!(word.as_str(), "key" | "keys") && i > 0 && KEY_QUALIFIERS.contains(&words[i - 1].as_str()))
+    })
+}
+
+/// True when `key` names a password or PIN, under which even a bare number is a secret.
+fn is_password_key(key: &str) -> bool {
+    words(key).iter().any(|word| PASSWORD_WORDS.contains(&word.as_str()) || word.contains("password"))
+}
+
+/// True when a value is a stand-in for a secret rather than the secret itself.
+pub(crate) fn is_placeholder(value: &str) -> bool {
+    let value = value.trim();
+    if value.is_empty() || value.contains(REDACTED_PREFIX) || value == PRIVATE_MARKER {
+        return true;
+    }
+    let wrapped = |open: &str, close: &str| value.len() > open.len() + close.len() && value.starts_with(open) && value.ends_with(close);
+    if wrapped("${", "}") || wrapped("$(", ")") || wrapped("{{", "}}") || wrapped("%", "%") {
+        return true;
+    }
+    if wrapped("<", ">") && !value[1..value.len() - 1].contains(['<', '>']) {
+        return true;
+    }
+    if let Some(name) = value.strip_prefix('$')
+        && !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return true;
+    }
+    // Masks such as `xxx`, `XXXX-XXXX`, `****` or `...` stand for a value someone left out.
+    value.chars().all(|c| matches!(c, 'x' | 'X' | '*' | '.' | '•' | '…' | '-' | '_'))
+        && value.chars().any(|c| matches!(c, 'x' | 'X' | '*' | '.' | '•' | '…'))
+}
+
+/// True when the value has both a letter and a digit, as random tokens almost always do and
+/// words, slugs and CSS class names almost never do.
+pub(crate) fn looks_random(value: &str) -> bool {
+    value.bytes().any(|b| b.is_ascii_alphabetic()) && value.bytes().any(|b| b.is_ascii_digit())
+}
+
+/// How an assignment was written, which decides how to read an unquoted value.
+pub(crate) struct Assignment<'t> {
+    /// The whole text being cleaned.
+    pub text: &'t str,
+    /// The key as written (without its quotes).
+    pub key: &'t str,
+    /// Byte offset of the key in `text`.
+    pub key_start: usize,
+    /// The operator: `=`, `:`, `:=` or `=>`.
+    pub op: &'t str,
+    /// Whether the key was quoted (`"password": …`).
+    pub key_quoted: bool,
+    /// Whether whitespace separates the operator from the key or the value (`token = x`).
+    pub spaced: bool,
+    /// Byte range of the raw unquoted value (up to whitespace or a quote).
+    pub value: std::ops::Range<usize>,
+}
+
+impl Assignment<'_> {
+    /// Returns the byte range to redact for an unquoted value, or `None` when it reads as code,
+    /// a placeholder or otherwise not a secret.
+    pub(crate) fn unquoted_secret(&self) -> Option<std::ops::Range<usize>> {
+        let raw = &self.text[self.value.clone()];
+        let token = raw.trim_end_matches([',', ';', ':', ')', '}', ']']);
+        if token.is_empty() || is_placeholder(token) || self.reads_as_code(raw, token) {
+            return None;
+        }
+        let line_start = self.at_line_start();
+        // YAML values, HTTP headers and INI/properties values run to the end of the line
+        // (`password: correct horse battery staple`); shell assignments stop at whitespace.
+        if line_start && (self.op == ":" || self.spaced) {
+            let line_end = self.text[self.value.start..].find('\n').map_or(self.text.len(), |n| self.value.start + n);
+            let rest = self.text[self.value.start..line_end].trim_end();
+            let rest = rest.trim_end_matches([',', ';']);
+            return Some(self.value.start..self.value.start + rest.len());
+        }
+        Some(self.value.start..self.value.start + token.len())
+    }
+
+    /// True when only indentation, a list dash, a comment sign or a quote precede the key on its line.
+    fn at_line_start(&self) -> bool {
+        let before = &self.text[..self.key_start];
+        let line = before.rsplit('\n').next().unwrap_or(before);
+        line.chars().all(|c| matches!(c, ' ' | '\t' | '-' | '#' | '"' | '\'' | '\r'))
+    }
+
+    /// The word before the key on its line, if any (`let` in `let token = x`).
+    fn previous_word(&self) -> &str {
+        let before = self.text[..self.key_start].trim_end_matches([' ', '\t']);
+        let start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        &before[start..]
+    }
+
+    /// True when the key sits inside a call's argument list (`login(password=pw)`).
+    fn in_call_arguments(&self) -> bool {
+        let before = self.text[..self.key_start].trim_end_matches([' ', '\t']);
+        before.ends_with('(') || before.ends_with(',')
+    }
+
+    fn reads_as_code(&self, raw: &str, token: &str) -> bool {
+        let Some(first) = token.chars().next() else {
+            return true;
+        };
+        // A value starting like an expression, a reference, a comparison or a comment is code.
+        if matches!(first, '(' | '[' | '{' | '&' | '|' | '<' | '>' | '=' | ':' | '.' | ',' | ';' | '\\' | '?' | '#') {
+            return true;
+        }
+        if CONSTANTS.iter().any(|constant| constant.eq_ignore_ascii_case(token)) {
+            return true;
+        }
+        // Calls, indexing, blocks and generic types (`Option<String>`) are code.
+        if token.contains(['(', '[', '{', '<']) {
+            return true;
+        }
+        // Numbers are counts, sizes and ports unless the key is a password or PIN.
+        if token.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'_' || b == b'-' || b == b'+')
+            && token.bytes().any(|b| b.is_ascii_digit())
+        {
+            return !is_password_key(self.key);
+        }
+        // `file.rs:42:5`, `host:8080`, `12:30` — a colon glued to a number is not an assignment.
+        if self.op == ":" && !self.spaced && !self.key_quoted && first.is_ascii_digit() {
+            return true;
+        }
+        if is_path(token) {
+            return true;
+        }
+        if !is_identifier_path(token) {
+            return false;
+        }
+        // In a shell assignment to an upper-case variable (`DB_PASSWORD=hunter`) every unquoted
+        // value is a literal string, whatever it looks like.
+        if self.op == "=" && !self.spaced && !self.key.bytes().any(|b| b.is_ascii_lowercase()) {
+            return false;
+        }
+        // `self.token`, `req.body.password`, `Token::new`: member access.
+        if token.contains(['.', ':']) || token.contains("->") {
+            return true;
+        }
+        let declared = DECLARATIONS.contains(&self.previous_word());
+        if declared && self.spaced {
+            return true;
+        }
+        if raw[token.len()..].starts_with(';') && self.spaced {
+            return true;
+        }
+        let key_words = words(self.key);
+        let value_words = words(token);
+        // `password=password`, `token: token`, `apiKey: apiKey` pass a variable along.
+        if key_words.last() == value_words.last() && value_words.len() <= key_words.len() {
+            return true;
+        }
+        // Multi-word identifiers (`next_token`, `accessToken`, `DB_PASSWORD`) are variable names.
+        if value_words.len() >= 2 && value_words.iter().all(|word| word.len() >= 2 && word.bytes().all(|b| b.is_ascii_alphabetic())) {
+            return true;
+        }
+        if self.op == ":" && is_type_name(token) {
+            return true;
+        }
+        let has_digit = token.bytes().any(|b| b.is_ascii_digit());
+        if self.in_call_arguments() && !has_digit {
+            return true;
+        }
+        // Mid-line, `password: it` is prose or a JavaScript shorthand, not YAML.
+        if self.op == ":" && !self.at_line_start() && !has_digit {
+            return true;
+        }
+        false
+    }
+}
+
+/// True for absolute, home-relative or dot-relative paths made of ordinary path characters.
+pub(crate) fn is_path(token: &str) -> bool {
+    let rest = token.strip_prefix("~/").or_else(|| token.strip_prefix("./")).or_else(|| token.strip_prefix("../"));
+    let rest = match rest {
+        Some(rest) => rest,
+        None => match token.strip_prefix('/') {
+            Some(rest) => rest,
+            None => return false,
+        },
+    };
+    rest.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'/'))
+}
+
+/// True for `ident`, `a.b.c`, `a::b`, `a->b` made of identifier characters.
+fn is_identifier_path(token: &str) -> bool {
+    token
+        .split(['.', ':'])
+        .flat_map(|part| part.split("->"))
+        .filter(|part| !part.is_empty())
+        .all(|part| {
+            let mut chars = part.chars();
+            chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+        })
+}
+
+/// True for type names in annotations: primitives and CamelCase words without digits (`String`).
+fn is_type_name(token: &str) -> bool {
+    if PRIMITIVE_TYPES.iter().any(|name| name.eq_ignore_ascii_case(token)) {
+        return true;
+    }
+    let mut chars = token.chars();
+    chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && token.bytes().all(|b| b.is_ascii_alphabetic())
+        && token.bytes().any(|b| b.is_ascii_lowercase())
+}
+
+/// Redacts a JSON field stored under a secret key; returns whether it changed anything.
+pub(crate) fn redact_json_field(key: &str, value: &mut Value) -> bool {
+    let redact = match value {
+        Value::String(text) => !is_placeholder(text),
+        Value::Number(_) => is_password_key(key),
+        _ => false,
+    };
+    if redact {
+        *value = Value::String(format!("{REDACTED_PREFIX}assignment]"));
+    }
+    redact
+}

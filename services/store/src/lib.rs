@@ -1,0 +1,222 @@
+//! The SQLite store: [`Store::open`] gives a pool in WAL mode with a busy timeout, sqlite-vec
+//! registered on every connection and the migrations in `migrations/` applied.
+//!
+//! Architecture invariant: every table has exactly one writing service (named in its migration);
+//! others only read. The store itself holds no domain SQL: each service owns the statements for
+//! the tables it writes.
+
+pub mod fts;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::SqliteSynchronous;
+use std::path::{Path, PathBuf};
+use std::str::FromStr as _;
+use std::sync::Once;
+use std::time::Duration;
+
+/// Errors a caller may want to tell apart.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create the store directory {path}: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open the store {path}: {source}")]
+    Open { path: PathBuf, source: sqlx::Error },
+    #[error("cannot migrate the store {path}: {source}")]
+    Migrate {
+        path: PathBuf,
+        source: sqlx::migrate::MigrateError,
+    },
+    #[error("store {path} does not exist yet")]
+    Missing { path: PathBuf },
+}
+
+/// The migrations compiled into every binary, applied by [`Store::open`].
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// An open store.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Open (creating when needed) the store at `path` for writing, and migrate it.
+    pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        let pool = pool(path, false, 4).await?;
+        MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Store {
+            pool,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Open an existing store for reading only; it must already exist and be migrated.
+    pub async fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_owned(),
+            });
+        }
+        let pool = pool(path, true, 4).await?;
+        Ok(Store {
+            pool,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes on disk: the database file plus its WAL and shared-memory files.
+    pub fn size_bytes(&self) -> u64 {
+        ["", "-wal", "-shm"]
+            .iter()
+            .filter_map(|suffix| {
+                let mut name = self.path.as_os_str().to_owned();
+                name.push(suffix);
+                std::fs::metadata(PathBuf::from(name)).ok()
+            })
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// Checkpoint the WAL and close every connection.
+    pub async fn close(self) {
+        let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await;
+        self.pool.close().await;
+    }
+}
+
+async fn pool(path: &Path, read_only: bool, max: u32) -> Result<SqlitePool, StoreError> {
+    register_sqlite_vec();
+    let url = format!("sqlite://{}", path.display());
+    let options = SqliteConnectOptions::from_str(&url)
+        .map_err(|source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        })?
+        .create_if_missing(!read_only)
+        .read_only(read_only)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(10))
+        .foreign_keys(true);
+    SqlitePoolOptions::new()
+        .max_connections(max)
+        .connect_with(options)
+        .await
+        .map_err(|source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+/// Register sqlite-vec as an auto extension, once per process, before any connection opens, so
+/// every connection of every pool has `vec0` and the `vec_*` functions.
+#[allow(unsafe_code)]
+fn register_sqlite_vec() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        type Init = unsafe extern "C" fn(
+            *mut libsqlite3_sys::sqlite3,
+            *mut *mut std::ffi::c_char,
+            *const libsqlite3_sys::sqlite3_api_routines,
+        ) -> std::ffi::c_int;
+        // SAFETY: `sqlite3_vec_init` is an SQLite extension entry point with exactly the `Init`
+        // signature (the crate declares it without arguments); SQLite calls it with those
+        // arguments for each new connection. Registration happens once, before pools open.
+        let rc = unsafe {
+            let init: Init = std::mem::transmute::<*const (), Init>(
+                sqlite_vec::sqlite3_vec_init as *const (),
+            );
+            libsqlite3_sys::sqlite3_auto_extension(Some(init))
+        };
+        if rc != 0 {
+            tracing::error!(rc, "registering sqlite-vec failed; vector search is unavailable");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn open_migrates_and_has_vec_and_fts5() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/mneme.db");
+        let store = Store::open(&path).await.unwrap();
+        let (version,): (String,) = sqlx::query_as("select vec_version()")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert!(version.starts_with('v'), "{version}");
+        let (mode,): (String,) = sqlx::query_as("pragma journal_mode")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(mode, "wal");
+        sqlx::query("insert into observations_fts(rowid, title, body) values (1, 'a', ?)")
+            .bind(fts::index_text("修复了数据库连接错误"))
+            .execute(store.pool())
+            .await
+            .unwrap();
+        let query = fts::match_query("数据库").unwrap();
+        let hits: Vec<(i64,)> =
+            sqlx::query_as("select rowid from observations_fts where observations_fts match ?")
+                .bind(&query)
+                .fetch_all(store.pool())
+                .await
+                .unwrap();
+        assert_eq!(hits, vec![(1,)]);
+        store.close().await;
+        // Opening again applies nothing new and keeps the data.
+        let again = Store::open(&path).await.unwrap();
+        let (n,): (i64,) = sqlx::query_as("select count(*) from observations_fts")
+            .fetch_one(again.pool())
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+        let read_only = Store::open_read_only(&path).await.unwrap();
+        assert!(
+            sqlx::query("insert into sessions(id, agent, project, started_at, last_event_at) values ('x','a','p',0,0)")
+                .execute(read_only.pool())
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn read_only_open_of_a_missing_store_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = Store::open_read_only(&dir.path().join("none.db"))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, StoreError::Missing { .. }), "{error}");
+    }
+}
