@@ -1,0 +1,10 @@
+//! End-to-end tests: a real `nats-server` on a free port with a temporary JetStream store, a
+//! temporary SQLite file, the services through the same `run` functions the binaries use, and
+//! the real `mneme-hook`, `mneme-ingest` and `mneme` binaries as agents and users run them.
+//!
+//! Set `TEST_LOG=1` to see the services' logs.
+
+mod harness;
+mod hostile;
+mod pipeline;
+mod surface;

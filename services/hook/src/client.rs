@@ -313,6 +313,11 @@ fn read_stdin(timeout: Duration) -> Result<Vec<u8>, String> {
     }
 }
 
+/// Append one line to the hook log of the configured data directory.
+pub fn log_line(line: &str) {
+    log(&HookConfig::from_env(), line);
+}
+
 /// Append one line to `$MNEME_HOME/hook.log`; the hook has no other place to complain.
 fn log(config: &HookConfig, line: &str) {
     if config.debug {

@@ -7,5 +7,9 @@ fn main() {
         println!("mneme-hook {}", env!("CARGO_PKG_VERSION"));
         return;
     }
-    mneme_hook::client::main(&host);
+    // Even a bug in mneme must not become a failing hook: the panic is reported on stderr and
+    // in the hook log, and the process still exits 0.
+    if std::panic::catch_unwind(|| mneme_hook::client::main(&host)).is_err() {
+        mneme_hook::client::log_line("lost: mneme-hook panicked; please report this");
+    }
 }

@@ -42,6 +42,7 @@ use anyhow::{Context, Result};
 use serde_json::{Map, Value, json};
 
 /// A transcript converted into hook payloads, with the counts a store should end up holding.
+#[derive(Debug, Clone)]
 pub struct Replay {
     /// The session id shared by the main file and its subagent files.
     pub session_id: String,

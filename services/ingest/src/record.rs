@@ -109,6 +109,8 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
     let kind = event.kind();
     let content_hash = sanitize::content_hash(&[
         &event.session_id,
+        &event.host_event,
+        &event.subagent_id,
         kind,
         &tool_name,
         &tool_use_id,

@@ -216,7 +216,13 @@ impl Worker {
             kind = event.kind(),
         );
         common::nats::continue_trace(&span, message.headers.as_ref());
-        let observation = span.in_scope(|| build_observation(&event, &self.sanitizer));
+        // A bug in sanitising one event must not take the service down with it.
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            span.in_scope(|| build_observation(&event, &self.sanitizer))
+        }));
+        let Ok(observation) = built else {
+            return reject("internal error while sanitising the event; please report it".to_owned());
+        };
         Item::Event { event: Box::new(event), observation: Box::new(observation), span }
     }
 

@@ -1,8 +1,8 @@
 //! Context for injection: what the agent is told at session start and on each prompt.
 //!
 //! This first version is deliberately modest: at session start, the prompts of the project's
-//! most recent sessions; on a prompt, past observations of the project that match every
-//! significant word of it. Nothing is returned when nothing matches.
+//! most recent sessions; on a prompt, past observations of the project that share most
+//! of its significant words. Nothing is returned when nothing is confidently related.
 
 use proto::{ContextReply, ContextRequest, context_request::Moment};
 use sqlx::SqlitePool;
@@ -69,27 +69,56 @@ async fn session_start(pool: &SqlitePool, request: &ContextRequest) -> anyhow::R
 }
 
 async fn prompt(pool: &SqlitePool, request: &ContextRequest) -> anyhow::Result<ContextReply> {
-    let significant: Vec<&str> = request
-        .prompt
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| w.chars().count() >= 4 || w.chars().any(store::fts::is_cjk))
-        .collect();
-    let Some(expression) = store::fts::match_query(&significant.join(" ")) else {
+    let terms = significant_terms(&request.prompt);
+    let Some(expression) = store::fts::match_query_any(&terms.join(" ")) else {
         return Ok(ContextReply::default());
     };
-    let hits = crate::search::run(pool, &expression, &request.project, &request.session_id, PROMPT_HITS).await?;
+    let candidates =
+        crate::search::run(pool, &expression, &request.project, &request.session_id, PROMPT_HITS * 4).await?;
+    // Any-term matching finds candidates; only those sharing most of the prompt's significant
+    // words are confident enough to inject.
+    let needed = terms.len().div_ceil(2).max(2.min(terms.len()));
+    let hits: Vec<_> = candidates
+        .into_iter()
+        .filter(|hit| {
+            let text = format!("{} {}", hit.title, hit.snippet).to_lowercase();
+            terms.iter().filter(|t| text.contains(t.as_str())).count() >= needed
+        })
+        .take(PROMPT_HITS as usize)
+        .collect();
     let mut reply = ContextReply::default();
     if hits.is_empty() {
         return Ok(reply);
     }
     let mut text = String::from("# mneme: related memory from earlier sessions\n");
-    let terms: Vec<String> = significant.iter().map(|w| w.to_lowercase()).collect();
     for hit in hits {
         let _ = writeln!(text, "- [#{}] {} ({}, {}): {}", hit.id, hit.title, hit.kind, day(hit.occurred_at_ms), crate::search::snippet(&hit.snippet, &terms));
         reply.item_ids.push(hit.id);
     }
     reply.text = text;
     Ok(reply)
+}
+
+/// Words too common to say anything about what a prompt is about.
+const STOPWORDS: &[&str] = &[
+    "about", "after", "again", "also", "because", "been", "before", "being", "could", "does",
+    "doing", "done", "each", "from", "have", "here", "into", "just", "like", "make", "more",
+    "much", "need", "only", "other", "please", "should", "some", "than", "that", "them", "then",
+    "there", "these", "they", "this", "those", "very", "want", "were", "what", "when", "where",
+    "which", "while", "will", "with", "would", "your",
+];
+
+/// The lowercased words of a prompt that carry meaning: four letters or more and not a
+/// stopword, or any CJK run.
+fn significant_terms(prompt: &str) -> Vec<String> {
+    let mut terms: Vec<String> = prompt
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().any(store::fts::is_cjk) || (w.chars().count() >= 4 && !STOPWORDS.contains(&w.as_str())))
+        .collect();
+    terms.sort();
+    terms.dedup();
+    terms
 }
 
 fn short(session: &str) -> &str {
@@ -114,6 +143,12 @@ fn day(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn significant_terms_drop_short_and_common_words() {
+        assert_eq!(super::significant_terms("the websocket reconnect is flaky again"), ["flaky", "reconnect", "websocket"]);
+        assert_eq!(super::significant_terms("修复 it"), ["修复"]);
+    }
+
     #[test]
     fn days_are_civil_dates() {
         assert_eq!(super::day(0), "1970-01-01");

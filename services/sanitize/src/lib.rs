@@ -23,7 +23,9 @@ use std::sync::OnceLock;
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use sha2::{Digest, Sha256};
 
+mod assign;
 mod keys;
+mod scan;
 mod secrets;
 mod tags;
 mod truncate;
@@ -101,7 +103,9 @@ impl Report {
     pub fn merge(&mut self, other: Report) {
         self.secrets_redacted = self.secrets_redacted.saturating_add(other.secrets_redacted);
         self.private_blocks = self.private_blocks.saturating_add(other.private_blocks);
-        self.system_tags_stripped = self.system_tags_stripped.saturating_add(other.system_tags_stripped);
+        self.system_tags_stripped = self
+            .system_tags_stripped
+            .saturating_add(other.system_tags_stripped);
         self.truncated |= other.truncated;
     }
 
@@ -142,7 +146,10 @@ impl Sanitizer {
                     .literal_separator(true)
                     .case_insensitive(true)
                     .build()
-                    .map_err(|source| Error::InvalidGlob { pattern: pattern.clone(), source })
+                    .map_err(|source| Error::InvalidGlob {
+                        pattern: pattern.clone(),
+                        source,
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Sanitizer {
@@ -195,7 +202,9 @@ impl Sanitizer {
                 }
                 report.merge(r);
             }
-            Value::Array(items) => items.iter_mut().for_each(|item| self.clean_json_into(item, report)),
+            Value::Array(items) => items
+                .iter_mut()
+                .for_each(|item| self.clean_json_into(item, report)),
             Value::Object(map) => {
                 for (key, item) in map.iter_mut() {
                     self.clean_json_into(item, report);

@@ -1,44 +1,67 @@
-//! Secret redaction: a table of rules, each a regex plus a judgement on its matches.
+//! Secret redaction: a table of rules, each a regex plus a judgement on its matches, and two
+//! hand-written parsers for `KEY=value` assignments and `--password value` flags.
 //!
-//! Cost model: a single ASCII case-insensitive Aho-Corasick pass over the text finds the literal
-//! markers each rule needs (`ghp_`, `eyJ`, `PRIVATE KEY`, `token`…); only rules whose marker
-//! occurs run, and each rule's regex is compiled on first use and then kept for the life of the
-//! process. A text without secret-ish markers therefore costs one linear scan and nothing else.
+//! Cost model, tuned for the hook client (one process per agent event): one pass of a literal
+//! [`Scanner`] over the text finds the markers the rules key on (`ghp_`, `eyJ`, `PRIVATE KEY`,
+//! `token`…), and a cheap check of each occurrence (enough token characters after `ghp_`, an
+//! operator after `token`…) decides which rules can possibly match. Only those run, and each
+//! rule's regex is compiled on its first use and kept for the life of the process. The regexes
+//! work on bytes with Unicode disabled, which keeps compilation cheap; they only ever match
+//! ASCII around their edges, so spans fall on character boundaries (and are checked anyway).
 //!
 //! Rules run in table order over the output of the previous rule, specific shapes first, so a
 //! token inside an assignment is reported by its provider kind and the assignment rule then sees
-//! `[REDACTED:…]`, which every rule treats as already done (this is also what makes cleaning
-//! idempotent).
+//! `[REDACTED:…]`, which no rule ever rewrites (this is also what makes cleaning idempotent).
 
 use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{LazyLock, OnceLock};
 
-use aho_corasick::AhoCorasick;
-use regex::{Captures, Regex};
+use regex::bytes::{Captures, Regex, RegexBuilder};
 
-use crate::keys::{self, Assignment};
+use crate::assign;
+use crate::keys;
+use crate::scan::Scanner;
 
 /// Every redaction starts with this, and no rule redacts text that contains it.
 pub(crate) const REDACTED_PREFIX: &str = "[REDACTED:";
 
-/// Decides what part of a match to redact, if any.
+/// Decides what part of a regex match to redact, if any.
 type Accept = fn(&str, &Captures<'_>) -> Option<Range<usize>>;
 
 /// One secret shape.
 struct Rule {
     /// Written into the replacement, `[REDACTED:<kind>]`.
     kind: &'static str,
-    /// Literals (ASCII case-insensitive) of which at least one must occur for the rule to be
-    /// able to match; empty means the rule always runs.
+    /// Literals (ASCII case-insensitive) of which at least one must occur for the rule to match.
     markers: &'static [&'static str],
-    /// The regex; by convention the group `s`, when present, is the secret itself.
-    pattern: &'static str,
-    accept: Accept,
+    /// What an occurrence of a marker must look like to schedule the rule; never stricter than
+    /// the rule itself, only cheaper.
+    gate: Gate,
+    find: Find,
 }
 
-/// Markers of the generic key-based rules: a key must contain one of these to name a secret.
-const KEY_MARKERS: &[&str] = &["pass", "pw", "secret", "token", "key", "auth", "cred"];
+/// The cheap check of a marker occurrence.
+#[derive(Clone, Copy)]
+enum Gate {
+    /// Any occurrence will do.
+    Any,
+    /// At least this many token characters must follow the marker.
+    Tail(usize),
+    /// A custom check of the occurrence at `start..end` in the text.
+    Check(fn(&[u8], usize, usize) -> bool),
+}
+
+/// How a rule finds its secrets.
+enum Find {
+    /// A regex; by convention the group `s`, when present, is the secret itself.
+    Regex {
+        pattern: &'static str,
+        accept: Accept,
+    },
+    /// A parser returning the spans to redact.
+    Parse(fn(&str) -> Vec<Range<usize>>),
+}
 
 /// The rules, most specific first.
 const RULES: &[Rule] = &[
@@ -47,196 +70,404 @@ const RULES: &[Rule] = &[
         markers: &["PRIVATE KEY"],
         // A whole PEM block (RSA, EC, DSA, OPENSSH, PGP, ENCRYPTED, PKCS#8), with real newlines or
         // JSON `\n` escapes; without an END line, the base64 and header lines that follow.
-        pattern: r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=:,\\ \t\r\n-]*)",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=:,\\ \t\r\n-]*)",
+            accept: whole,
+        },
+        gate: Gate::Any,
     },
     Rule {
         kind: "private-key",
         markers: &["PRIVATE KEY"],
         // The tail of a PEM block whose BEGIN line was cut off.
-        pattern: r"(?:[A-Za-z0-9+/=]{16,}(?:\r?\n|\\r\\n|\\n))+-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?:[A-Za-z0-9+/=]{16,}(?:\r?\n|\\r\\n|\\n))+-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----",
+            accept: whole,
+        },
+        gate: Gate::Any,
     },
-    Rule { kind: "jwt", markers: &["eyJ"], pattern: r"(?-u:\b)eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}", accept: whole },
+    Rule {
+        kind: "jwt",
+        markers: &["eyJ"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}",
+            accept: whole,
+        },
+        gate: Gate::Tail(24),
+    },
     Rule {
         kind: "aws-access-key",
         markers: &["AKIA", "ASIA", "ABIA", "ACCA"],
-        pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)",
+            accept: whole,
+        },
+        gate: Gate::Tail(16),
     },
     Rule {
         kind: "aws-secret-key",
-        markers: &["secret_access", "secretaccess", "secret-access", "aws_secret", "awssecret", "aws-secret"],
-        pattern: r#"(?i)(?:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key)["']?[\t ]*[:=][\t ]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
-        accept: group_s,
+        markers: &[
+            "secret_access",
+            "secretaccess",
+            "secret-access",
+            "aws_secret",
+            "awssecret",
+            "aws-secret",
+        ],
+        find: Find::Regex {
+            pattern: r#"(?i)(?:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key)["']?[\t ]*[:=][\t ]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
+            accept: group_s,
+        },
+        gate: Gate::Any,
     },
-    Rule { kind: "gcp-api-key", markers: &["AIza"], pattern: r"(?-u:\b)AIza[0-9A-Za-z_-]{35}", accept: whole },
-    Rule { kind: "gcp-oauth-secret", markers: &["GOCSPX-"], pattern: r"(?-u:\b)GOCSPX-[A-Za-z0-9_-]{24,}", accept: whole },
-    Rule { kind: "gcp-oauth-token", markers: &["ya29."], pattern: r"(?-u:\b)ya29\.[A-Za-z0-9_-]{20,}", accept: whole },
+    Rule {
+        kind: "gcp-api-key",
+        markers: &["AIza"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)AIza[0-9A-Za-z_-]{35}",
+            accept: whole,
+        },
+        gate: Gate::Tail(35),
+    },
+    Rule {
+        kind: "gcp-oauth-secret",
+        markers: &["GOCSPX-"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)GOCSPX-[A-Za-z0-9_-]{24,}",
+            accept: whole,
+        },
+        gate: Gate::Tail(24),
+    },
+    Rule {
+        kind: "gcp-oauth-token",
+        markers: &["ya29."],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)ya29\.[A-Za-z0-9_-]{20,}",
+            accept: whole,
+        },
+        gate: Gate::Tail(20),
+    },
     Rule {
         kind: "azure-storage-key",
         markers: &["AccountKey", "SharedAccessKey"],
-        pattern: r"(?i)(?:AccountKey|SharedAccessKey)[\t ]*=[\t ]*(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
-        accept: group_s,
+        find: Find::Regex {
+            pattern: r"(?i)(?:AccountKey|SharedAccessKey)[\t ]*=[\t ]*(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
+            accept: group_s,
+        },
+        gate: Gate::Any,
     },
-    Rule { kind: "azure-sas-token", markers: &["sig="], pattern: r"[?&]sig=(?P<s>[A-Za-z0-9%+/]{20,}(?:%3[Dd]|=){0,2})", accept: group_s },
+    Rule {
+        kind: "azure-sas-token",
+        markers: &["sig="],
+        find: Find::Regex {
+            pattern: r"[?&]sig=(?P<s>[A-Za-z0-9%+/]{20,}(?:%3[Dd]|=){0,2})",
+            accept: group_s,
+        },
+        gate: Gate::Tail(20),
+    },
     Rule {
         kind: "github-token",
         markers: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
-        pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+            accept: whole,
+        },
+        gate: Gate::Tail(22),
     },
     Rule {
         kind: "gitlab-token",
         markers: &[
-            "glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glsoat-", "glft-", "glimt-", "glagent-", "glffct-",
+            "glpat-",
+            "gldt-",
+            "glrt-",
+            "glptt-",
+            "glcbt-",
+            "gloas-",
+            "glsoat-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+            "glffct-",
             "GR1348941",
         ],
-        pattern: r"(?-u:\b)(?:gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*|GR1348941[A-Za-z0-9_-]{20,})",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)(?:gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*|GR1348941[A-Za-z0-9_-]{20,})",
+            accept: whole,
+        },
+        gate: Gate::Tail(20),
     },
     Rule {
         kind: "slack-token",
-        markers: &["xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-", "xoxe", "xapp-"],
-        pattern: r"(?-u:\b)(?:xox[abposre]-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})",
-        accept: whole,
+        markers: &[
+            "xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-", "xoxe", "xapp-",
+        ],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)(?:xox[abposre]-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})",
+            accept: whole,
+        },
+        gate: Gate::Tail(10),
     },
     Rule {
         kind: "slack-webhook",
         markers: &["hooks.slack.com"],
-        pattern: r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/-]{20,})",
-        accept: group_s,
+        find: Find::Regex {
+            pattern: r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/-]{20,})",
+            accept: group_s,
+        },
+        gate: Gate::Any,
     },
     Rule {
         kind: "discord-webhook",
         markers: &["/api/webhooks/"],
-        pattern: r"(?i)discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/(?P<s>[A-Za-z0-9_-]{30,})",
-        accept: group_s,
+        find: Find::Regex {
+            pattern: r"(?i)discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/(?P<s>[A-Za-z0-9_-]{30,})",
+            accept: group_s,
+        },
+        gate: Gate::Any,
     },
     Rule {
         kind: "stripe-key",
         markers: &["sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"],
-        pattern: r"(?-u:\b)(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
+            accept: whole,
+        },
+        gate: Gate::Tail(16),
     },
-    Rule { kind: "anthropic-key", markers: &["sk-ant-"], pattern: r"(?-u:\b)sk-ant-[A-Za-z0-9_-]{20,}", accept: whole },
+    Rule {
+        kind: "anthropic-key",
+        markers: &["sk-ant-"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)sk-ant-[A-Za-z0-9_-]{20,}",
+            accept: whole,
+        },
+        gate: Gate::Tail(20),
+    },
     Rule {
         kind: "openai-key",
         markers: &["sk-"],
         // Dashes are allowed only after a known infix, so `sk-spinner-circle-bounce` stays.
-        pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})",
-        accept: random,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})",
+            accept: random,
+        },
+        gate: Gate::Tail(20),
     },
-    Rule { kind: "huggingface-token", markers: &["hf_"], pattern: r"(?-u:\b)hf_[A-Za-z0-9]{30,}", accept: random_or_mixed_case },
-    Rule { kind: "npm-token", markers: &["npm_"], pattern: r"(?-u:\b)npm_[A-Za-z0-9]{36,}", accept: random },
-    Rule { kind: "pypi-token", markers: &["pypi-AgE"], pattern: r"(?-u:\b)pypi-AgE[A-Za-z0-9_-]{50,}", accept: whole },
+    Rule {
+        kind: "huggingface-token",
+        markers: &["hf_"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)hf_[A-Za-z0-9]{30,}",
+            accept: random_or_mixed_case,
+        },
+        gate: Gate::Tail(30),
+    },
+    Rule {
+        kind: "npm-token",
+        markers: &["npm_"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)npm_[A-Za-z0-9]{36,}",
+            accept: random,
+        },
+        gate: Gate::Tail(36),
+    },
+    Rule {
+        kind: "pypi-token",
+        markers: &["pypi-AgE"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)pypi-AgE[A-Za-z0-9_-]{50,}",
+            accept: whole,
+        },
+        gate: Gate::Tail(50),
+    },
     Rule {
         kind: "sendgrid-key",
         markers: &["SG."],
-        pattern: r"(?-u:\b)SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
+            accept: whole,
+        },
+        gate: Gate::Tail(33),
     },
-    Rule { kind: "twilio-api-key", markers: &["SK"], pattern: r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)", accept: whole },
+    Rule {
+        kind: "twilio-api-key",
+        markers: &["SK"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)",
+            accept: whole,
+        },
+        gate: Gate::Tail(32),
+    },
     Rule {
         kind: "twilio-auth-token",
         markers: &["twilio"],
-        pattern: r#"(?i)twilio[_-]?auth[_-]?token["']?[\t ]*[:=][\t ]*["']?(?P<s>[0-9a-f]{32})"#,
-        accept: group_s,
+        find: Find::Regex {
+            pattern: r#"(?i)twilio[_-]?auth[_-]?token["']?[\t ]*[:=][\t ]*["']?(?P<s>[0-9a-f]{32})"#,
+            accept: group_s,
+        },
+        gate: Gate::Any,
     },
     Rule {
         kind: "shopify-token",
         markers: &["shpat_", "shpss_", "shpca_", "shppa_"],
-        pattern: r"(?-u:\b)shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
+            accept: whole,
+        },
+        gate: Gate::Tail(32),
     },
     Rule {
         kind: "digitalocean-token",
         markers: &["dop_v1_", "doo_v1_", "dor_v1_"],
-        pattern: r"(?-u:\b)do[opr]_v1_[a-f0-9]{64}",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)do[opr]_v1_[a-f0-9]{64}",
+            accept: whole,
+        },
+        gate: Gate::Tail(64),
     },
-    Rule { kind: "databricks-token", markers: &["dapi"], pattern: r"(?-u:\b)dapi[a-f0-9]{32}(?:-[0-9]+)?", accept: random },
-    Rule { kind: "docker-token", markers: &["dckr_pat_"], pattern: r"(?-u:\b)dckr_pat_[A-Za-z0-9_-]{20,}", accept: whole },
-    Rule { kind: "vault-token", markers: &["hvs.", "hvb."], pattern: r"(?-u:\b)hv[sb]\.[A-Za-z0-9_-]{24,}", accept: whole },
+    Rule {
+        kind: "databricks-token",
+        markers: &["dapi"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)dapi[a-f0-9]{32}(?:-[0-9]+)?",
+            accept: random,
+        },
+        gate: Gate::Tail(32),
+    },
+    Rule {
+        kind: "docker-token",
+        markers: &["dckr_pat_"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)dckr_pat_[A-Za-z0-9_-]{20,}",
+            accept: whole,
+        },
+        gate: Gate::Tail(20),
+    },
+    Rule {
+        kind: "vault-token",
+        markers: &["hvs.", "hvb."],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)hv[sb]\.[A-Za-z0-9_-]{24,}",
+            accept: whole,
+        },
+        gate: Gate::Tail(24),
+    },
     Rule {
         kind: "grafana-token",
         markers: &["glsa_", "glc_"],
-        pattern: r"(?-u:\b)(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})",
-        accept: whole,
+        find: Find::Regex {
+            pattern: r"(?-u:\b)(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})",
+            accept: whole,
+        },
+        gate: Gate::Tail(32),
     },
-    Rule { kind: "groq-key", markers: &["gsk_"], pattern: r"(?-u:\b)gsk_[A-Za-z0-9]{40,}", accept: random },
-    Rule { kind: "xai-key", markers: &["xai-"], pattern: r"(?-u:\b)xai-[A-Za-z0-9]{40,}", accept: random },
+    Rule {
+        kind: "groq-key",
+        markers: &["gsk_"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)gsk_[A-Za-z0-9]{40,}",
+            accept: random,
+        },
+        gate: Gate::Tail(40),
+    },
+    Rule {
+        kind: "xai-key",
+        markers: &["xai-"],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)xai-[A-Za-z0-9]{40,}",
+            accept: random,
+        },
+        gate: Gate::Tail(40),
+    },
     Rule {
         kind: "telegram-bot-token",
         markers: &[":AA"],
         // Also inside the API's URLs, where the token follows `/bot` with no word boundary.
-        pattern: r"(?:(?-u:\b)|bot)(?P<s>[0-9]{8,10}:AA[A-Za-z0-9_-]{33,})",
-        accept: group_s,
+        find: Find::Regex {
+            pattern: r"(?:(?-u:\b)|bot)(?P<s>[0-9]{8,10}:AA[A-Za-z0-9_-]{33,})",
+            accept: group_s,
+        },
+        gate: Gate::Tail(33),
     },
     Rule {
         kind: "discord-token",
-        // No literal marks these tokens, so the rule always runs; its regex is cheap.
-        markers: &[],
-        pattern: r"(?-u:\b)(?P<id>[MNO][A-Za-z0-9_-]{23,27})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",
-        accept: discord_token,
+        // No literal marks these tokens; the dots around their six-character middle do.
+        markers: &["."],
+        find: Find::Regex {
+            pattern: r"(?-u:\b)(?P<id>[MNO][A-Za-z0-9_-]{23,27})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",
+            accept: discord_token,
+        },
+        gate: Gate::Check(discord_middle_segment),
     },
     Rule {
         kind: "password-in-url",
         markers: &["://"],
         // scheme://user:PASSWORD@host: the password may hold `@` or `:`, so take the last `@`
         // before the path; the scheme, the user and the host are kept.
-        pattern: r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]{1,30}://[^ \t\r\n:/@?#'"<>\[\]]*:(?P<s>[^ \t\r\n/?#'"<>]+)@[a-z0-9\[_%-]"#,
-        accept: group_s_unless_placeholder,
+        find: Find::Regex {
+            pattern: r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]{1,30}://[^ \t\r\n:/@?#'"<>\[\]]*:(?P<s>[^ \t\r\n/?#'"<>]+)@[a-z0-9\[_%-]"#,
+            accept: group_s_unless_placeholder,
+        },
+        gate: Gate::Check(url_with_password),
     },
     Rule {
         kind: "authorization-header",
         markers: &["authorization"],
-        pattern: r#"(?i)authorization["']?[\t ]*[:=][\t ]*["']?(?:(?P<scheme>bearer|basic|token|bot|negotiate|ntlm|apikey|api-key|sso-key|hmac|key)[\t ]+)?(?P<s>[^ \t\r\n"',;]+)"#,
-        accept: authorization_value,
+        find: Find::Regex {
+            pattern: r#"(?i)authorization["']?[\t ]*[:=][\t ]*["']?(?:(?P<scheme>bearer|basic|token|bot|negotiate|ntlm|apikey|api-key|sso-key|hmac|key)[\t ]+)?(?P<s>[^ \t\r\n"',;\\]+)"#,
+            accept: authorization_value,
+        },
+        gate: Gate::Check(then_operator),
     },
     Rule {
         kind: "bearer-token",
         markers: &["bearer"],
-        pattern: r"(?i)(?-u:\b)bearer[\t ]+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)",
-        accept: random_group_s,
+        find: Find::Regex {
+            pattern: r"(?i)(?-u:\b)bearer[\t ]+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)",
+            accept: random_group_s,
+        },
+        gate: Gate::Check(then_blank_and_token),
     },
     Rule {
         kind: "curl-user-password",
         markers: &["curl"],
-        pattern: r#"(?-u:\b)curl(?-u:\b)[^\n]*?[\t ](?:-u|--user)(?:[\t ]+|=)?["']?[^ \t\r\n:"']+:(?P<s>[^ \t\r\n"']+)"#,
-        accept: group_s_unless_placeholder,
+        find: Find::Regex {
+            pattern: r#"(?-u:\b)curl(?-u:\b)[^\n]*?[\t ](?:-u|--user)(?:[\t ]+|=)?["']?[^ \t\r\n:"']+:(?P<s>[^ \t\r\n"']+)"#,
+            accept: group_s_unless_placeholder,
+        },
+        gate: Gate::Check(curl_with_user),
     },
     Rule {
         kind: "netrc-password",
         markers: &["machine", "login"],
-        pattern: r"(?i)(?-u:\b)(?:machine|login)[\t ]+[^ \t\r\n]+[ \t\r\n]+password[\t ]+(?P<s>[^ \t\r\n]+)",
-        accept: group_s_unless_placeholder,
+        find: Find::Regex {
+            pattern: r#"(?i)(?-u:\b)(?:machine|login)[\t ]+[^ \t\r\n]+[ \t\r\n]+password[\t ]+["']?(?P<s>[^ \t\r\n"']+)"#,
+            accept: group_s_unless_placeholder,
+        },
+        gate: Gate::Check(password_follows),
     },
     Rule {
         kind: "sql-password",
         markers: &["identified", "password"],
-        pattern: r#"(?i)(?:identified[\t ]+by|with[\t ]+(?:encrypted[\t ]+)?password)[\t ]+['"](?P<s>[^'"\r\n]+)['"]"#,
-        accept: group_s_unless_placeholder,
+        find: Find::Regex {
+            pattern: r#"(?i)(?:identified[\t ]+by|with[\t ]+(?:encrypted[\t ]+)?password)[\t ]+['"](?P<s>[^'"\r\n]+)['"]"#,
+            accept: group_s_unless_placeholder,
+        },
+        gate: Gate::Check(sql_password_clause),
     },
     Rule {
         kind: "assignment",
-        markers: KEY_MARKERS,
+        markers: assign::KEY_MARKERS,
         // KEY=value, KEY: value, "key": "value", key := value, key => value, and the typed
-        // `KEY: &str = "value"`; `keys::Assignment` decides whether the value is a literal.
-        pattern: concat!(
-            r"(?i)(?-u:\b)(?P<key>[a-z0-9_.-]*(?:pass|pw|secret|token|key|auth|cred)[a-z0-9_.-]*)",
-            r#"(?P<kq>\\{0,3}["']?)"#,
-            r"(?:[\t ]*:[\t ]*(?P<ty>[a-z_&][a-z0-9_&<>\[\]':]*(?:[\t ]+[a-z0-9_&<>\[\]':]+){0,3})[\t ]*=[\t ]*",
-            r"|(?P<sp1>[\t ]*)(?P<op>=>|:=|=|:)(?P<sp2>[\t ]*))",
-            r#"(?P<val>\\+"[^"\r\n]*?\\+"|"(?:[^"\\\r\n]|\\.)*"|'[^'\r\n]*'|`[^`\r\n]*`|[^ \t\r\n"'`&]+)"#,
-        ),
-        accept: assignment,
+        // `KEY: &str = "value"`; see `assign` and `keys` for what counts as a secret literal.
+        gate: Gate::Check(assign::key_then_operator),
+        find: Find::Parse(assign::assignments),
     },
     Rule {
         kind: "secret-flag",
-        markers: KEY_MARKERS,
-        pattern: r#"(?im)(?:^|[ \t])--?(?P<key>[a-z][a-z0-9_-]*)(?:=|[\t ]+)(?P<val>"(?:[^"\\\r\n]|\\.)*"|'[^'\r\n]*'|[^ \t\r\n"']+)"#,
-        accept: secret_flag,
+        markers: assign::KEY_MARKERS,
+        gate: Gate::Check(assign::flag_key),
+        find: Find::Parse(assign::secret_flags),
     },
 ];
 
@@ -244,51 +475,47 @@ const RULES: &[Rule] = &[
 static COMPILED: [OnceLock<Regex>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
 
 /// Bit of [`Markers`] set when a system tag may be present.
-const SYSTEM_TAG_BIT: u32 = 0;
+const SYSTEM_TAG_BIT: usize = 0;
 /// Bit of [`Markers`] set when a `<private>` block may be present.
-const PRIVATE_BIT: u32 = 1;
+const PRIVATE_BIT: usize = 1;
 /// Bit of [`Markers`] for the first rule; rule `i` owns bit `FIRST_RULE_BIT + i`.
-const FIRST_RULE_BIT: u32 = 2;
+const FIRST_RULE_BIT: usize = 2;
 
-const _: () = assert!(RULES.len() + FIRST_RULE_BIT as usize <= 128, "the marker bit set holds 128 bits");
+const _: () = assert!(
+    RULES.len() + FIRST_RULE_BIT <= 128,
+    "the marker bit set holds 128 bits"
+);
 
-/// The marker automaton, which marker owns which bits, and the bits of rules that always run.
+/// The marker scanner and, for each marker, the bits it may set.
 struct Prefilter {
-    automaton: AhoCorasick,
-    owners: Vec<u128>,
-    always: u128,
+    scanner: Scanner,
+    owners: Vec<Vec<usize>>,
 }
 
 static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| {
     let mut markers: Vec<String> = Vec::new();
-    let mut owners: Vec<u128> = Vec::new();
-    let mut add = |marker: &str, bit: u32| {
+    let mut owners: Vec<Vec<usize>> = Vec::new();
+    let mut add = |marker: &str, bit: usize| {
         let lower = marker.to_ascii_lowercase();
         match markers.iter().position(|known| *known == lower) {
-            Some(index) => owners[index] |= 1 << bit,
+            Some(index) => owners[index].push(bit),
             None => {
                 markers.push(lower);
-                owners.push(1 << bit);
+                owners.push(vec![bit]);
             }
         }
     };
     add("<system", SYSTEM_TAG_BIT);
     add("<private", PRIVATE_BIT);
-    let mut always = 0u128;
     for (index, rule) in RULES.iter().enumerate() {
-        let bit = FIRST_RULE_BIT + index as u32;
-        if rule.markers.is_empty() {
-            always |= 1 << bit;
-        }
         for marker in rule.markers {
-            add(marker, bit);
+            add(marker, FIRST_RULE_BIT + index);
         }
     }
-    let automaton = AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build(&markers)
-        .expect("the marker literals form a valid automaton");
-    Prefilter { automaton, owners, always }
+    Prefilter {
+        scanner: Scanner::new(markers.iter().map(String::as_str)),
+        owners,
+    }
 });
 
 /// Which filters a text may need, from one pass over it.
@@ -296,13 +523,36 @@ static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| {
 pub(crate) struct Markers(u128);
 
 impl Markers {
-    /// Finds the markers present in `text`.
+    /// Finds the markers present in `text` and checks each occurrence against its rules' gates.
     pub(crate) fn scan(text: &str) -> Markers {
         let prefilter = &*PREFILTER;
-        let mut bits = prefilter.always;
-        for found in prefilter.automaton.find_overlapping_iter(text) {
-            bits |= prefilter.owners[found.pattern().as_usize()];
-        }
+        let bytes = text.as_bytes();
+        let mut bits = 0u128;
+        prefilter.scanner.scan(bytes, |id, start, end| {
+            for &bit in &prefilter.owners[id] {
+                if bits & (1 << bit) != 0 {
+                    continue;
+                }
+                let open = match bit.checked_sub(FIRST_RULE_BIT) {
+                    None => true,
+                    Some(index) => match RULES[index].gate {
+                        Gate::Any => true,
+                        Gate::Tail(min) => {
+                            bytes[end..]
+                                .iter()
+                                .take(min)
+                                .filter(|&&b| is_token_byte(b))
+                                .count()
+                                >= min
+                        }
+                        Gate::Check(check) => check(bytes, start, end),
+                    },
+                };
+                if open {
+                    bits |= 1 << bit;
+                }
+            }
+        });
         Markers(bits)
     }
 
@@ -315,8 +565,13 @@ impl Markers {
     }
 
     fn rule(self, index: usize) -> bool {
-        self.0 & (1 << (FIRST_RULE_BIT as usize + index)) != 0
+        self.0 & (1 << (FIRST_RULE_BIT + index)) != 0
     }
+}
+
+/// Characters that can continue a token after its prefix, for [`Gate::Tail`].
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.' | b'+' | b'/' | b'=' | b'%')
 }
 
 /// Redacts every secret in `text` that the rules flagged by `markers` find; returns the text and
@@ -328,8 +583,22 @@ pub(crate) fn redact<'t>(text: &'t str, markers: &Markers) -> (Cow<'t, str>, u32
         if !markers.rule(index) {
             continue;
         }
-        let regex = COMPILED[index].get_or_init(|| Regex::new(rule.pattern).expect("a secret rule is a valid regex"));
-        if let Some((replaced, n)) = apply(rule, regex, &current) {
+        let spans = match &rule.find {
+            Find::Regex { pattern, accept } => {
+                let regex = COMPILED[index].get_or_init(|| {
+                    RegexBuilder::new(pattern)
+                        .unicode(false)
+                        .build()
+                        .expect("a secret rule is a valid regex")
+                });
+                regex
+                    .captures_iter(current.as_bytes())
+                    .filter_map(|caps| accept(&current, &caps))
+                    .collect()
+            }
+            Find::Parse(parse) => parse(&current),
+        };
+        if let Some((replaced, n)) = replace(&current, rule.kind, spans) {
             current = Cow::Owned(replaced);
             count = count.saturating_add(n);
         }
@@ -337,28 +606,29 @@ pub(crate) fn redact<'t>(text: &'t str, markers: &Markers) -> (Cow<'t, str>, u32
     (current, count)
 }
 
-/// Runs one rule over `text`; returns the new text and the number of redactions, or `None`
-/// when the rule redacted nothing.
-fn apply(rule: &Rule, regex: &Regex, text: &str) -> Option<(String, u32)> {
+/// Replaces `spans` (in order) of `text` with `[REDACTED:<kind>]`; returns the new text and the
+/// number of replacements, or `None` when nothing was replaced.
+fn replace(text: &str, kind: &str, spans: Vec<Range<usize>>) -> Option<(String, u32)> {
+    if spans.is_empty() {
+        return None;
+    }
     let done = redactions(text);
-    let mut out = String::new();
+    let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut count = 0u32;
-    for caps in regex.captures_iter(text) {
-        let Some(span) = (rule.accept)(text, &caps) else {
-            continue;
-        };
+    for span in spans {
         let Some(span) = outside_redactions(text, span, &done) else {
             continue;
         };
         // A span reaching past an earlier one (a value running to the end of its line) was
-        // already covered.
+        // already covered; a span off a character boundary would be a bug, so it is widened.
+        let span = widen_to_char_boundaries(text, span);
         if span.start < copied {
             continue;
         }
         out.push_str(&text[copied..span.start]);
         out.push_str(REDACTED_PREFIX);
-        out.push_str(rule.kind);
+        out.push_str(kind);
         out.push(']');
         copied = span.end;
         count += 1;
@@ -370,83 +640,121 @@ fn apply(rule: &Rule, regex: &Regex, text: &str) -> Option<(String, u32)> {
     Some((out, count))
 }
 
+fn widen_to_char_boundaries(text: &str, span: Range<usize>) -> Range<usize> {
+    let mut start = span.start.min(text.len());
+    let mut end = span.end.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    start..end
+}
+
 /// Byte ranges of the `[REDACTED:…]` markers already in `text`.
 fn redactions(text: &str) -> Vec<Range<usize>> {
     text.match_indices(REDACTED_PREFIX)
-        .map(|(start, _)| start..text[start..].find(']').map_or(text.len(), |end| start + end + 1))
+        .map(|(start, _)| {
+            start
+                ..text[start..]
+                    .find(']')
+                    .map_or(text.len(), |end| start + end + 1)
+        })
         .collect()
 }
 
 /// Keeps a span clear of earlier redactions: a span starting inside one is dropped, and a span
 /// running into one stops before it, so no rule ever rewrites another rule's marker.
-fn outside_redactions(text: &str, span: Range<usize>, done: &[Range<usize>]) -> Option<Range<usize>> {
+fn outside_redactions(
+    text: &str,
+    span: Range<usize>,
+    done: &[Range<usize>],
+) -> Option<Range<usize>> {
     let mut span = span;
     for marker in done {
         if marker.start <= span.start && span.start < marker.end {
             return None;
         }
         if span.start < marker.start && marker.start < span.end {
-            span.end = span.start + text[span.start..marker.start].trim_end().len();
+            let kept = text
+                .get(span.start..marker.start)
+                .map_or(0, |before| before.trim_end().len());
+            span.end = span.start + kept;
         }
     }
     (!span.is_empty()).then_some(span)
 }
 
+/// The text of a capture group, if it lies on character boundaries.
+fn group<'t>(text: &'t str, caps: &Captures<'_>, name: &str) -> Option<(&'t str, Range<usize>)> {
+    let range = caps.name(name)?.range();
+    Some((text.get(range.clone())?, range))
+}
+
 /// The secret group `s` when the rule has one, else the whole match.
-fn secret_span(caps: &Captures<'_>) -> Range<usize> {
-    caps.name("s").map_or_else(|| caps.get(0).map_or(0..0, |m| m.range()), |m| m.range())
+fn secret<'t>(text: &'t str, caps: &Captures<'_>) -> Option<(&'t str, Range<usize>)> {
+    let range = caps.name("s").or_else(|| caps.get(0))?.range();
+    Some((text.get(range.clone())?, range))
 }
 
-fn whole(_: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    caps.get(0).map(|m| m.range())
+fn whole(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+    let range = caps.get(0)?.range();
+    text.get(range.clone()).map(|_| range)
 }
 
-fn group_s(_: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    Some(secret_span(caps))
+fn group_s(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+    secret(text, caps).map(|(_, range)| range)
 }
 
 fn group_s_unless_placeholder(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let span = secret_span(caps);
-    (!keys::is_placeholder(&text[span.clone()])).then_some(span)
+    let (value, range) = secret(text, caps)?;
+    (!keys::is_placeholder(value)).then_some(range)
 }
 
 /// Accepts prefixed tokens only when their body looks random, so a slug that merely starts
 /// like a token (`sk-proj-management-dashboard-settings`) is left alone.
 fn random(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let span = secret_span(caps);
-    let body = text[span.clone()].split_once(['_', '-']).map_or(&text[span.clone()], |(_, body)| body);
-    keys::looks_random(body).then_some(span)
+    let (value, range) = secret(text, caps)?;
+    let body = value.split_once(['_', '-']).map_or(value, |(_, body)| body);
+    keys::looks_random(body).then_some(range)
 }
 
 fn random_group_s(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let span = secret_span(caps);
-    let value = &text[span.clone()];
-    (keys::looks_random(value) && !keys::is_placeholder(value)).then_some(span)
+    let (value, range) = secret(text, caps)?;
+    (keys::looks_random(value) && !keys::is_placeholder(value)).then_some(range)
 }
 
 /// Hugging Face tokens are letters only, but random letters mix cases.
 fn random_or_mixed_case(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let span = secret_span(caps);
-    let body = &text[span.start + 3..span.end];
-    let mixed = body.bytes().any(|b| b.is_ascii_uppercase()) && body.bytes().any(|b| b.is_ascii_lowercase());
-    (mixed || keys::looks_random(body)).then_some(span)
+    let (value, range) = secret(text, caps)?;
+    let body = value.get(3..)?;
+    let mixed = body.bytes().any(|b| b.is_ascii_uppercase())
+        && body.bytes().any(|b| b.is_ascii_lowercase());
+    (mixed || keys::looks_random(body)).then_some(range)
 }
 
-/// An `Authorization` value: anything after a scheme, or a random-looking raw value.
+/// An `Authorization` value: anything after a scheme, or a token-shaped raw value.
 fn authorization_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let span = secret_span(caps);
-    let value = &text[span.clone()];
+    let (value, range) = secret(text, caps)?;
     if keys::is_placeholder(value) {
         return None;
     }
-    (caps.name("scheme").is_some() || (value.len() >= 8 && keys::looks_random(value))).then_some(span)
+    // Without a scheme, only a token-shaped value counts: `authorization = header[1]` is code.
+    let token_shaped = value.len() >= 16
+        && keys::looks_random(value)
+        && value.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'/' | b'=' | b'~')
+        });
+    (caps.name("scheme").is_some() || token_shaped).then_some(range)
 }
 
 /// A Discord bot token's first segment is the bot's numeric id in base64.
-fn discord_token(_: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let id = caps.name("id")?;
-    let decoded = decode_base64url(id.as_str())?;
-    (decoded.len() >= 17 && decoded.iter().all(u8::is_ascii_digit)).then(|| caps.get(0).map(|m| m.range()))?
+fn discord_token(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
+    let (id, _) = group(text, caps, "id")?;
+    let decoded = decode_base64url(id)?;
+    (decoded.len() >= 17 && decoded.iter().all(u8::is_ascii_digit))
+        .then(|| caps.get(0).map(|m| m.range()))?
 }
 
 /// Decodes unpadded base64 or base64url; `None` on a character outside both alphabets.
@@ -467,77 +775,84 @@ fn decode_base64url(text: &str) -> Option<Vec<u8>> {
         bits += 6;
         if bits >= 8 {
             bits -= 8;
-            out.push((buffer >> bits) as u8);
+            out.push(u8::try_from(buffer >> bits).ok()?);
             buffer &= (1 << bits) - 1;
         }
     }
     Some(out)
 }
 
-/// The generic assignment rule; see [`keys`] for the reading of keys and values.
-fn assignment(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let key = caps.name("key")?;
-    let value = caps.name("val")?;
-    if !keys::is_secret_key(key.as_str()) {
-        return None;
-    }
-    if let Some(inner) = quoted_inner(text, value.range()) {
-        return (!keys::is_placeholder(&text[inner.clone()])).then_some(inner);
-    }
-    // The typed form (`TOKEN: &str = …`) is only trusted with a quoted literal.
-    if caps.name("ty").is_some() {
-        return None;
-    }
-    let key_quoted = caps.name("kq").is_some_and(|m| !m.is_empty())
-        && text[..key.start()].ends_with(['"', '\'']);
-    let spaced = caps.name("sp1").is_some_and(|m| !m.is_empty()) || caps.name("sp2").is_some_and(|m| !m.is_empty());
-    Assignment {
-        text,
-        key: key.as_str(),
-        key_start: key.start(),
-        op: caps.name("op").map_or("=", |m| m.as_str()),
-        key_quoted,
-        spaced,
-        value: value.range(),
-    }
-    .unquoted_secret()
+/// Gate of the Discord rule: a dot, six base64url characters, a dot.
+fn discord_middle_segment(text: &[u8], start: usize, _: usize) -> bool {
+    text.get(start + 7) == Some(&b'.')
+        && text[start + 1..start + 7]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// `--password hunter2`, `--api-key=…`, `-token …`.
-fn secret_flag(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let key = caps.name("key")?;
-    let value = caps.name("val")?;
-    if !keys::is_secret_key(key.as_str()) {
-        return None;
+/// Gate of the URL rule: `scheme://` followed, within the authority, by `:` and then `@`.
+fn url_with_password(text: &[u8], _: usize, end: usize) -> bool {
+    let authority = text[end..]
+        .iter()
+        .take_while(|&&b| !matches!(b, b'/' | b'?' | b'#' | b' ' | b'\t' | b'\r' | b'\n'));
+    let mut colon = false;
+    for &byte in authority {
+        match byte {
+            b':' => colon = true,
+            b'@' if colon => return true,
+            _ => {}
+        }
     }
-    if let Some(inner) = quoted_inner(text, value.range()) {
-        return (!keys::is_placeholder(&text[inner.clone()])).then_some(inner);
-    }
-    let raw = value.as_str();
-    if raw.starts_with(['-', '<', '>', '|', '$', '[', '(', '`']) || keys::is_placeholder(raw) || keys::is_path(raw) {
-        return None;
-    }
-    Some(value.range())
+    false
 }
 
-/// The range inside the quotes of a quoted value (`"…"`, `'…'`, `` `…` `` or JSON-escaped `\"…\"`).
-fn quoted_inner(text: &str, range: Range<usize>) -> Option<Range<usize>> {
-    let raw = &text[range.clone()];
-    let escapes = raw.len() - raw.trim_start_matches('\\').len();
-    let quote = raw[escapes..].chars().next()?;
-    if !matches!(quote, '"' | '\'' | '`') {
-        return None;
+/// Gate of the `Authorization` rule: an optional quote, blanks, then `:` or `=`.
+fn then_operator(text: &[u8], _: usize, end: usize) -> bool {
+    let rest = &text[end..];
+    let rest = rest
+        .strip_prefix(b"\"")
+        .or_else(|| rest.strip_prefix(b"'"))
+        .unwrap_or(rest);
+    matches!(
+        rest.iter().find(|&&b| b != b' ' && b != b'\t'),
+        Some(b':' | b'=')
+    )
+}
+
+/// Gate of the bearer rule: blanks, then a token character.
+fn then_blank_and_token(text: &[u8], _: usize, end: usize) -> bool {
+    let rest = &text[end..];
+    matches!(rest.first(), Some(b' ' | b'\t'))
+        && rest
+            .iter()
+            .find(|&&b| b != b' ' && b != b'\t')
+            .is_some_and(|&b| is_token_byte(b))
+}
+
+/// Gate of the curl rule: `-u` or `--user` later on the same line.
+fn curl_with_user(text: &[u8], _: usize, end: usize) -> bool {
+    let line = text[end..]
+        .split(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default();
+    line.windows(3).any(|w| w == b" -u" || w == b"\t-u") || line.windows(6).any(|w| w == b"--user")
+}
+
+/// Gate of the netrc rule: the word `password` within the next few hundred bytes.
+fn password_follows(text: &[u8], _: usize, end: usize) -> bool {
+    text[end..(end + 400).min(text.len())]
+        .windows(8)
+        .any(|w| w.eq_ignore_ascii_case(b"password"))
+}
+
+/// Gate of the SQL rule: `IDENTIFIED`, or `PASSWORD` right after `WITH` or `ENCRYPTED`.
+fn sql_password_clause(text: &[u8], start: usize, end: usize) -> bool {
+    if text[start..end].eq_ignore_ascii_case(b"identified") {
+        return true;
     }
-    // The closing quote carries as many backslashes as the opening one; compare bytes, since the
-    // character before them may be multi-byte.
-    let edge = escapes + 1;
-    let bytes = raw.as_bytes();
-    if bytes.len() < 2 * edge {
-        return None;
-    }
-    let closing = &bytes[bytes.len() - edge..];
-    if closing.last() != Some(&(quote as u8)) || !closing[..escapes].iter().all(|&b| b == b'\\') {
-        return None;
-    }
-    Some(range.start + edge..range.end - edge)
+    let before = text[..start].trim_ascii_end();
+    let ends_with = |word: &[u8]| {
+        before.len() >= word.len() && before[before.len() - word.len()..].eq_ignore_ascii_case(word)
+    };
+    ends_with(b"with") || ends_with(b"encrypted")
 }

@@ -6,7 +6,12 @@
 use std::borrow::Cow;
 
 /// Tag names whose whole block is dropped; hosts inject them and they are not the user's words.
-const SYSTEM_TAGS: &[&str] = &["system-reminder", "system_instruction", "system-instruction", "system"];
+const SYSTEM_TAGS: &[&str] = &[
+    "system-reminder",
+    "system_instruction",
+    "system-instruction",
+    "system",
+];
 
 /// Tag name whose block the user asked never to be stored.
 const PRIVATE_TAGS: &[&str] = &["private"];
@@ -41,18 +46,25 @@ fn parse_tag<'n>(text: &str, at: usize, names: &[&'n str]) -> Option<Tag<'n>> {
         pos += 1;
     }
     let name_start = pos;
-    while pos < bytes.len() && (bytes[pos].is_ascii_alphanumeric() || bytes[pos] == b'-' || bytes[pos] == b'_') {
+    while pos < bytes.len()
+        && (bytes[pos].is_ascii_alphanumeric() || bytes[pos] == b'-' || bytes[pos] == b'_')
+    {
         pos += 1;
     }
     let candidate = &text[name_start..pos];
-    let name = names.iter().copied().find(|name| name.eq_ignore_ascii_case(candidate))?;
+    let name = names
+        .iter()
+        .copied()
+        .find(|name| name.eq_ignore_ascii_case(candidate))?;
     // `<system>`, `<system attr="x">`, `<system/>` and `</system >` are tags; `<systemd>` is not,
     // and neither is `<system-reminder-x>` for the name `system-reminder` (the scan above ate it).
     match bytes.get(pos) {
         Some(b'>' | b'/' | b' ' | b'\t' | b'\r' | b'\n') | None => {}
         Some(_) => return None,
     }
-    let end = text[pos..].find('>').map_or(text.len(), |offset| pos + offset + 1);
+    let end = text[pos..]
+        .find('>')
+        .map_or(text.len(), |offset| pos + offset + 1);
     Some(Tag { name, closing, end })
 }
 
@@ -70,7 +82,11 @@ fn replace_blocks<'t>(text: &'t str, names: &[&str], replacement: &str) -> (Cow<
             continue;
         };
         let self_closing = text[..open.end].ends_with("/>");
-        let end = if self_closing { open.end } else { block_end(text, open.end, open.name, names) };
+        let end = if self_closing {
+            open.end
+        } else {
+            block_end(text, open.end, open.name, names)
+        };
         out.push_str(&text[copied..start]);
         out.push_str(replacement);
         copied = end;

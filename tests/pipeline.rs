@@ -1,0 +1,227 @@
+//! The write path end to end: real transcripts through the real hook, NATS outages, crashes.
+
+use crate::harness::{App, binary, transcripts_dir};
+use mneme_hook::transcript::{Replay, claude_code_replay};
+use proto::Message as _;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn replays() -> Vec<Replay> {
+    let mut files: Vec<_> = std::fs::read_dir(transcripts_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    files.iter().map(|f| claude_code_replay(f).unwrap()).collect()
+}
+
+/// (host_event, tool_use_id, kind) of every stored observation of a session, in storage order.
+async fn stored_sequence(app: &App, session: &str) -> Vec<(String, String)> {
+    let store = app.store().await;
+    sqlx::query_as("SELECT host_event, tool_use_id FROM observations WHERE session_id = ? ORDER BY id")
+        .bind(session)
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+}
+
+fn payload_sequence(replay: &Replay) -> Vec<(String, String)> {
+    replay
+        .payloads
+        .iter()
+        .map(|p| {
+            (
+                p["hook_event_name"].as_str().unwrap_or_default().to_owned(),
+                p["tool_use_id"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn assert_session_matches(app: &App, replay: &Replay) {
+    let store = app.store().await;
+    let per_event: BTreeMap<String, usize> = sqlx::query_as::<_, (String, i64)>(
+        "SELECT host_event, count(*) FROM observations WHERE session_id = ? GROUP BY host_event",
+    )
+    .bind(&replay.session_id)
+    .fetch_all(store.pool())
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|(k, n)| (k, n as usize))
+    .collect();
+    assert_eq!(per_event, replay.expected.per_event, "events of session {}", replay.session_id);
+    let per_tool: BTreeMap<String, usize> = sqlx::query_as::<_, (String, i64)>(
+        "SELECT tool_name, count(*) FROM observations
+         WHERE session_id = ? AND kind IN ('post_tool', 'tool_failure') GROUP BY tool_name",
+    )
+    .bind(&replay.session_id)
+    .fetch_all(store.pool())
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|(k, n)| (k, n as usize))
+    .collect();
+    assert_eq!(per_tool, replay.expected.per_tool, "tools of session {}", replay.session_id);
+    let (events, prompts): (i64, i64) =
+        sqlx::query_as("SELECT event_count, prompt_count FROM sessions WHERE id = ?")
+            .bind(&replay.session_id)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(events as usize, replay.payloads.len());
+    assert_eq!(prompts as usize, replay.expected.prompts);
+    assert_eq!(stored_sequence(app, &replay.session_id).await, payload_sequence(replay), "order of session {}", replay.session_id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_transcripts_through_the_real_hook_are_stored_exactly_once() {
+    let app = App::start().await;
+    let replays = replays();
+    assert!(replays.len() >= 5, "expected the shipped transcripts");
+    let total: usize = replays.iter().map(|r| r.payloads.len()).sum();
+    // Sessions run side by side, as they would on a busy machine; events within one session
+    // are sequential, as Claude Code fires them.
+    let app = std::sync::Arc::new(app);
+    let mut tasks = Vec::new();
+    for replay in replays.clone() {
+        let app = app.clone();
+        tasks.push(tokio::task::spawn_blocking(move || {
+            let mut slowest = Duration::ZERO;
+            for payload in &replay.payloads {
+                let (output, took) = app.hook(payload.to_string().as_bytes());
+                assert!(output.status.success(), "hook failed: {output:?}");
+                slowest = slowest.max(took);
+            }
+            slowest
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let stored = app.wait_for_count("SELECT count(*) FROM observations", total as i64, Duration::from_secs(60)).await;
+    assert_eq!(stored, total as i64);
+    for replay in &replays {
+        assert_session_matches(&app, replay).await;
+    }
+    assert_eq!(app.count("SELECT count(*) FROM dead_letters").await, 0);
+    assert!(!app.spool_dir().exists() || std::fs::read_dir(app.spool_dir()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "ev")).count() == 0);
+    // Every stored observation was announced once for downstream services.
+    let js = async_nats::jetstream::new(app.client().await);
+    let mut stream = js.get_stream(proto::subjects::INGEST_STREAM).await.unwrap();
+    assert_eq!(stream.info().await.unwrap().state.messages, total as u64);
+    // A compaction in a transcript is recorded as such.
+    assert!(app.count("SELECT count(*) FROM compactions WHERE phase = 'post'").await >= 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_outage_mid_replay_spools_then_delivers_everything_once_in_order() {
+    let mut app = App::start().await;
+    let replay = replays().into_iter().find(|r| r.payloads.len() > 300).unwrap();
+    let payloads = &replay.payloads;
+    let (first, rest) = payloads.split_at(100);
+    let (outage, after) = rest.split_at(120);
+    for payload in first {
+        assert!(app.hook(payload.to_string().as_bytes()).0.status.success());
+    }
+    app.nats.stop();
+    let mut slowest = Duration::ZERO;
+    for payload in outage {
+        let (output, took) = app.hook(payload.to_string().as_bytes());
+        assert!(output.status.success(), "hook must exit 0 with nats down: {output:?}");
+        assert!(output.stdout.is_empty(), "hook printed something with nats down");
+        slowest = slowest.max(took);
+    }
+    assert!(slowest < Duration::from_secs(2), "hook took {slowest:?} with nats down");
+    let spooled = std::fs::read_dir(app.spool_dir()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "ev")).count();
+    assert_eq!(spooled, outage.len());
+    // `mneme status` counts what waits in the spool.
+    let status: serde_json::Value = serde_json::from_slice(&app.mneme(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["spooled"], outage.len());
+
+    app.nats.resume();
+    for payload in after {
+        assert!(app.hook(payload.to_string().as_bytes()).0.status.success());
+    }
+    let total = payloads.len() as i64;
+    let stored = app.wait_for_count("SELECT count(*) FROM observations", total, Duration::from_secs(60)).await;
+    assert_eq!(stored, total);
+    assert_session_matches(&app, &replay).await;
+    assert_eq!(std::fs::read_dir(app.spool_dir()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "ev")).count(), 0);
+    app.stop_services().await;
+}
+
+/// Publish `n` events spread over a few sessions straight to JetStream, as many hooks would.
+async fn publish_events(app: &App, n: usize) {
+    let js = async_nats::jetstream::new(app.client().await);
+    common::streams::ensure(&js).await.unwrap();
+    let mut acks = Vec::new();
+    for i in 0..n {
+        let event = proto::Event {
+            schema_version: proto::SCHEMA_VERSION,
+            id: proto::new_event_id(),
+            occurred_at_ms: common::now_ms(),
+            agent: proto::Agent::ClaudeCode as i32,
+            session_id: format!("crash-{}", i % 4),
+            project: "/work/crash".into(),
+            cwd: "/work/crash".into(),
+            host_event: "PostToolUse".into(),
+            payload: Some(proto::event::Payload::PostTool(proto::ToolCall {
+                tool_name: "Bash".into(),
+                tool_use_id: format!("toolu_{i}"),
+                input_json: format!(r#"{{"command":"echo {i}"}}"#),
+                response_json: format!(r#"{{"stdout":"{i}"}}"#),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
+        acks.push(js.publish_with_headers(event.subject(), headers, event.encode_to_vec().into()).await.unwrap());
+        if acks.len() == 1000 {
+            for ack in acks.drain(..) {
+                ack.await.unwrap();
+            }
+        }
+    }
+    for ack in acks {
+        ack.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_ingest_mid_batch_loses_nothing_and_doubles_nothing() {
+    let app = App::bare();
+    let total = 20_000;
+    publish_events(&app, total).await;
+    let spawn = || {
+        std::process::Command::new(binary("mneme-ingest"))
+            .envs(app.env())
+            .env("MNEME_INGEST_BATCH", "100")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = spawn();
+    // Kill it (SIGKILL: no shutdown handling at all) once it is well into the stream.
+    let seen = app.wait_for_count("SELECT count(*) FROM observations", 2_000, Duration::from_secs(60)).await;
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let at_kill = app.count("SELECT count(*) FROM observations").await;
+    assert!(seen >= 2_000 && at_kill < total as i64, "the kill must land mid-stream (stored {at_kill})");
+
+    let mut second = spawn();
+    let stored = app.wait_for_count("SELECT count(*) FROM observations", total as i64, Duration::from_secs(120)).await;
+    // Give redeliveries of anything acked late a moment to show up as doubles, if they would.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    assert_eq!(stored, total as i64);
+    assert_eq!(app.count("SELECT count(*) FROM observations").await, total as i64);
+    assert_eq!(app.count("SELECT count(DISTINCT tool_use_id) FROM observations").await, total as i64);
+    assert_eq!(app.count("SELECT sum(event_count) FROM sessions").await, total as i64);
+    assert_eq!(app.count("SELECT count(*) FROM observations_fts").await, total as i64);
+}

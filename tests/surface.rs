@@ -1,0 +1,140 @@
+//! What users and agents see: injected context, `mneme status`, `mneme search`,
+//! `mneme hooks install`.
+
+use crate::harness::App;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn event(name: &str, session: &str, cwd: &str, extra: Value) -> Vec<u8> {
+    let mut payload = json!({"hook_event_name": name, "session_id": session, "cwd": cwd, "transcript_path": "/tmp/t.jsonl"});
+    payload.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    payload.to_string().into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_start_and_prompts_get_context_from_earlier_sessions() {
+    let app = App::start().await;
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    let cwd = project.path().join("src");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let cwd = cwd.to_str().unwrap();
+
+    // A first session with nothing before it gets no context at all.
+    let (output, _) = app.hook(&event("SessionStart", "one", cwd, json!({"source": "startup"})));
+    assert!(output.status.success());
+    assert!(output.stdout.is_empty(), "nothing to say yet, but got {}", String::from_utf8_lossy(&output.stdout));
+    app.hook(&event("UserPromptSubmit", "one", cwd, json!({"prompt": "fix the flaky websocket reconnect test"})));
+    app.hook(&event("PostToolUse", "one", cwd, json!({"tool_name": "Bash", "tool_use_id": "t1",
+        "tool_input": {"command": "cargo test reconnect"}, "tool_response": {"stdout": "websocket reconnect backoff fixed"}})));
+    app.hook(&event("SessionEnd", "one", cwd, json!({"reason": "other"})));
+    assert_eq!(app.wait_for_count("SELECT count(*) FROM observations", 4, Duration::from_secs(30)).await, 4);
+
+    let (output, _) = app.hook(&event("SessionStart", "two", cwd, json!({"source": "startup"})));
+    assert!(output.status.success());
+    let out: Value = serde_json::from_slice(&output.stdout).expect("session start prints claude code's json");
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let context = out["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(context.contains("fix the flaky websocket reconnect test"), "{context}");
+
+    let (output, _) = app.hook(&event("UserPromptSubmit", "two", cwd, json!({"prompt": "the websocket reconnect is flaky again"})));
+    let out: Value = serde_json::from_slice(&output.stdout).expect("a related prompt gets context");
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+    assert!(out["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("reconnect"));
+
+    let (output, _) = app.hook(&event("UserPromptSubmit", "two", cwd, json!({"prompt": "update the changelog wording"})));
+    assert!(output.stdout.is_empty(), "unrelated prompt must inject nothing: {}", String::from_utf8_lossy(&output.stdout));
+
+    // Another project's memory never leaks in.
+    let other = tempfile::tempdir().unwrap();
+    let (output, _) = app.hook(&event("SessionStart", "three", other.path().to_str().unwrap(), json!({"source": "startup"})));
+    assert!(output.stdout.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_search_work_from_the_cli() {
+    let app = App::start().await;
+    app.hook(&event("UserPromptSubmit", "cli", "/tmp/cli", json!({"prompt": "migrate the billing service to postgres"})));
+    app.hook(&event("UserPromptSubmit", "cli", "/tmp/cli", json!({"prompt": "修复数据库连接池的超时错误"})));
+    app.hook(&event("PostToolUseFailure", "cli", "/tmp/cli", json!({"tool_name": "Bash", "tool_use_id": "t9",
+        "tool_input": {"command": "psql -c 'select 1'"}, "error": "connection refused on port 5432"})));
+    assert_eq!(app.wait_for_count("SELECT count(*) FROM observations", 3, Duration::from_secs(30)).await, 3);
+
+    let output = app.mneme(&["status", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(status["sessions"], 1);
+    assert_eq!(status["observations"], 3);
+    assert_eq!(status["dead_letters"], 0);
+    assert_eq!(status["spooled"], 0);
+    assert_eq!(status["services"]["ingest"]["ok"], true);
+    assert_eq!(status["services"]["retrieval"]["ok"], true);
+    assert_eq!(status["nats"]["reachable"], true);
+
+    let search = |query: &str| -> Value {
+        let output = app.mneme(&["search", query, "--json"]);
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let hits = search("billing postgres");
+    assert_eq!(hits["hits"][0]["title"], "migrate the billing service to postgres");
+    let hits = search("数据库");
+    assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
+    assert!(hits["hits"][0]["title"].as_str().unwrap().contains("数据库连接池"));
+    let hits = search("refused");
+    assert_eq!(hits["hits"][0]["kind"], "tool_failure");
+    assert!(search("kubernetes")["hits"].as_array().unwrap().is_empty());
+    // FTS operators in a query are text, not syntax.
+    assert!(app.mneme(&["search", "NEAR(\"x", "--json"]).status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_reads_the_store_when_retrieval_is_down() {
+    let mut app = App::start().await;
+    app.hook(&event("UserPromptSubmit", "down", "/tmp/down", json!({"prompt": "rotate the signing keys"})));
+    assert_eq!(app.wait_for_count("SELECT count(*) FROM observations", 1, Duration::from_secs(30)).await, 1);
+    app.stop_services().await;
+    let output = app.mneme(&["search", "signing", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    let hits: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(hits["hits"][0]["title"], "rotate the signing keys");
+    let status: Value = serde_json::from_slice(&app.mneme(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["services"]["ingest"]["ok"], false);
+}
+
+#[test]
+fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
+    let app_home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let settings = project.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let original = json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}});
+    std::fs::write(&settings, serde_json::to_string_pretty(&original).unwrap()).unwrap();
+    let mneme = |args: &[&str]| {
+        let output = std::process::Command::new(crate::harness::binary("mneme"))
+            .args(args)
+            .env("HOME", app_home.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let dir = project.path().to_str().unwrap();
+    let first = mneme(&["hooks", "install", "--agent", "claude-code", "--scope", "project", "--project-dir", dir]);
+    assert!(first.contains("installed"), "{first}");
+    let installed: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(installed["model"], "opus");
+    for event in ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact", "PostCompact", "SessionEnd", "Stop"] {
+        let text = installed["hooks"][event].to_string();
+        assert!(text.contains("mneme-hook") && text.contains("claude-code"), "{event}: {text}");
+    }
+    assert!(installed["hooks"]["Stop"].to_string().contains("say done"));
+    let bytes = std::fs::read(&settings).unwrap();
+    let second = mneme(&["hooks", "install", "--agent", "claude-code", "--scope", "project", "--project-dir", dir]);
+    assert!(second.contains("nothing changed"), "{second}");
+    assert_eq!(std::fs::read(&settings).unwrap(), bytes);
+    assert!(mneme(&["hooks", "status", "--scope", "project", "--project-dir", dir]).contains("SessionStart"));
+    mneme(&["hooks", "uninstall", "--agent", "claude-code", "--scope", "project", "--project-dir", dir]);
+    let restored: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(restored, original);
+}
