@@ -79,6 +79,8 @@ impl App {
     /// nats and a temporary home, no services.
     pub fn bare() -> App {
         init_logs();
+        // Build the binaries before anything is timed, so a cold build never races a test.
+        binary("mneme-hook");
         let home = tempfile::tempdir().unwrap();
         let nats = Nats::start(home.path());
         let mut common = CommonArgs::from_env();

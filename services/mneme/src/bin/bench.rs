@@ -1,1 +1,295 @@
-fn main() {}
+//! `mneme-bench NAME`: benchmarks that print figures; the last line is `NAME: key=value ...`.
+//!
+//! - `hook`: process start to exit of the release `mneme-hook` on a typical PostToolUse payload,
+//!   with NATS up and with NATS down.
+//! - `ingest`: sustained events per second through NATS into SQLite with sanitisation on, and
+//!   end-to-end lag (hook capture time to committed row) at a steady rate.
+//!
+//! Run with `cargo run --release --bin mneme-bench -- NAME`.
+
+#[path = "../nats_server.rs"]
+#[allow(dead_code)]
+mod nats_server;
+
+use anyhow::Context as _;
+use nats_server::LocalNats;
+use proto::Message as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let name = std::env::args().nth(1).unwrap_or_default();
+    match name.as_str() {
+        "hook" => hook().await,
+        "ingest" => ingest().await,
+        _ => anyhow::bail!("usage: mneme-bench hook|ingest"),
+    }
+}
+
+struct Bed {
+    nats: Option<LocalNats>,
+    port: u16,
+    home: tempfile::TempDir,
+    common: common::CommonArgs,
+    shutdown: CancellationToken,
+    ingest: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Bed {
+    async fn start(ingest_running: bool) -> anyhow::Result<Bed> {
+        let home = tempfile::tempdir()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let binary = nats_server::find(std::env::var_os("MNEME_NATS_SERVER").map(PathBuf::from).as_deref())
+            .context(nats_server::INSTALL_HINT)?;
+        let nats = LocalNats::start(&binary, port, &home.path().join("nats")).await?;
+        let mut common = common::CommonArgs::from_env();
+        common.nats_url = nats.url.clone();
+        common.home = Some(home.path().to_owned());
+        common.db = Some(home.path().join("mneme.db"));
+        let shutdown = CancellationToken::new();
+        let client = async_nats::connect(&nats.url).await?;
+        common::streams::ensure(&async_nats::jetstream::new(client)).await?;
+        let ingest = ingest_running.then(|| {
+            tokio::spawn(ingest::run(common.clone(), ingest::IngestArgs::default(), shutdown.clone()))
+        });
+        Ok(Bed { nats: Some(nats), port, home, common, shutdown, ingest })
+    }
+
+    async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(ingest) = self.ingest.take() {
+            let _ = ingest.await;
+        }
+        if let Some(nats) = self.nats.take() {
+            nats.stop().await;
+        }
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn sorted(mut values: Vec<f64>) -> Vec<f64> {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values
+}
+
+/// The release hook binary next to this one, built first if needed.
+fn hook_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().context("bench binary has no directory")?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut build = Command::new(cargo);
+    build.current_dir(root).args(["build", "--quiet", "--bin", "mneme-hook"]);
+    if dir.ends_with("release") {
+        build.arg("--release");
+    }
+    let status = build.status().context("building mneme-hook")?;
+    anyhow::ensure!(status.success(), "building mneme-hook failed");
+    Ok(dir.join("mneme-hook"))
+}
+
+fn typical_payload(i: usize) -> Vec<u8> {
+    let stdout: String = (0..40).map(|n| format!("test module::case_{n} ... ok\n")).collect();
+    serde_json::json!({
+        "session_id": "bench-session",
+        "transcript_path": "/home/dev/.claude/projects/-home-dev-app/bench-session.jsonl",
+        "cwd": "/home/dev/app",
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "cargo test --workspace", "description": "Run the tests"},
+        "tool_response": {"stdout": stdout, "stderr": "", "interrupted": false, "isImage": false},
+        "tool_use_id": format!("toolu_bench_{i}"),
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn run_hook(binary: &Path, env: &[(&str, String)], payload: &[u8]) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut child = Command::new(binary)
+        .arg("claude-code")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    child.stdin.take().context("stdin")?.write_all(payload)?;
+    let status = child.wait()?;
+    let took = started.elapsed().as_secs_f64() * 1000.0;
+    anyhow::ensure!(status.success(), "hook exited with {status}");
+    Ok(took)
+}
+
+async fn hook() -> anyhow::Result<()> {
+    let runs: usize = std::env::var("MNEME_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
+    let binary = hook_binary()?;
+    let mut bed = Bed::start(true).await?;
+    let env = vec![
+        ("MNEME_NATS_URL", format!("nats://127.0.0.1:{}", bed.port)),
+        ("MNEME_HOME", bed.home.path().display().to_string()),
+    ];
+    for i in 0..20 {
+        run_hook(&binary, &env, &typical_payload(i))?;
+    }
+    let mut up = Vec::with_capacity(runs);
+    for i in 0..runs {
+        up.push(run_hook(&binary, &env, &typical_payload(1000 + i))?);
+    }
+    let spool = bed.home.path().join("spool");
+    anyhow::ensure!(!has_spooled(&spool), "events were spooled while nats was up");
+    let up = sorted(up);
+    println!("nats up:   runs={runs} p50={:.2}ms p90={:.2}ms p99={:.2}ms max={:.2}ms", percentile(&up, 50.0), percentile(&up, 90.0), percentile(&up, 99.0), up[up.len() - 1]);
+
+    if let Some(nats) = bed.nats.take() {
+        nats.stop().await;
+    }
+    let mut down = Vec::with_capacity(runs);
+    for i in 0..runs {
+        down.push(run_hook(&binary, &env, &typical_payload(10_000 + i))?);
+    }
+    anyhow::ensure!(has_spooled(&spool), "nothing was spooled while nats was down");
+    let down = sorted(down);
+    println!("nats down: runs={runs} p50={:.2}ms p90={:.2}ms p99={:.2}ms max={:.2}ms", percentile(&down, 50.0), percentile(&down, 90.0), percentile(&down, 99.0), down[down.len() - 1]);
+    bed.stop().await;
+    println!(
+        "hook: p50_ms={:.2} p99_ms={:.2} down_p50_ms={:.2} down_p99_ms={:.2} runs={runs}",
+        percentile(&up, 50.0),
+        percentile(&up, 99.0),
+        percentile(&down, 50.0),
+        percentile(&down, 99.0)
+    );
+    Ok(())
+}
+
+fn has_spooled(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut e| e.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "ev"))))
+}
+
+fn bench_event(i: usize, session: usize) -> proto::Event {
+    let stdout: String = (0..40).map(|n| format!("test module::case_{n} ... ok\n")).collect();
+    let now = common::now_ms();
+    proto::Event {
+        schema_version: proto::SCHEMA_VERSION,
+        id: proto::new_event_id(),
+        occurred_at_ms: now,
+        captured_at_ms: now,
+        agent: proto::Agent::ClaudeCode as i32,
+        session_id: format!("bench-{session}"),
+        project: "/home/dev/app".into(),
+        cwd: "/home/dev/app".into(),
+        host_event: "PostToolUse".into(),
+        payload: Some(proto::event::Payload::PostTool(proto::ToolCall {
+            tool_name: "Bash".into(),
+            tool_use_id: format!("toolu_{i}"),
+            input_json: format!(r#"{{"command":"cargo test -p crate{i}","description":"run the tests with TOKEN=abc{i}def"}}"#),
+            response_json: serde_json::json!({"stdout": stdout, "stderr": ""}).to_string(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+async fn publish(js: &async_nats::jetstream::Context, event: &proto::Event) -> anyhow::Result<async_nats::jetstream::context::PublishAckFuture> {
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
+    Ok(js.publish_with_headers(event.subject(), headers, event.encode_to_vec().into()).await?)
+}
+
+async fn count(store: &store::Store) -> anyhow::Result<i64> {
+    let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM observations").fetch_one(store.pool()).await?;
+    Ok(n)
+}
+
+async fn ingest() -> anyhow::Result<()> {
+    let burst: usize = std::env::var("MNEME_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
+    let rate: usize = std::env::var("MNEME_BENCH_RATE").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);
+    let seconds: usize = 10;
+
+    // Throughput: a backlog published while ingest is stopped, then drained.
+    let bed = Bed::start(false).await?;
+    let client = async_nats::connect(&bed.common.nats_url).await?;
+    let js = async_nats::jetstream::new(client);
+    let mut acks = Vec::new();
+    for i in 0..burst {
+        acks.push(publish(&js, &bench_event(i, i % 8)).await?);
+        if acks.len() >= 1000 {
+            for ack in acks.drain(..) {
+                ack.await?;
+            }
+        }
+    }
+    for ack in acks.drain(..) {
+        ack.await?;
+    }
+    let store = store::Store::open(&bed.common.db_path()).await?;
+    let started = Instant::now();
+    let shutdown = bed.shutdown.clone();
+    let handle = tokio::spawn(ingest::run(bed.common.clone(), ingest::IngestArgs::default(), shutdown));
+    while count(&store).await? < burst as i64 {
+        anyhow::ensure!(started.elapsed() < Duration::from_secs(600), "ingest did not drain the backlog");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let drain = started.elapsed().as_secs_f64();
+    let throughput = burst as f64 / drain;
+    println!("backlog:   events={burst} seconds={drain:.2} events_per_s={throughput:.0}");
+
+    // Lag: a steady rate for a while, then the spread of capture-to-commit times.
+    let (n,): (i64,) = sqlx::query_as("SELECT coalesce(max(id), 0) FROM observations").fetch_one(store.pool()).await?;
+    let steady_from = n;
+    let total = rate * seconds;
+    let tick = Duration::from_millis(10);
+    let per_tick = (rate / 100).max(1);
+    let mut interval = tokio::time::interval(tick);
+    let mut sent = 0;
+    let started = Instant::now();
+    while sent < total {
+        interval.tick().await;
+        for _ in 0..per_tick.min(total - sent) {
+            acks.push(publish(&js, &bench_event(burst + sent, sent % 8)).await?);
+            sent += 1;
+        }
+        if acks.len() >= 1000 {
+            for ack in acks.drain(..) {
+                ack.await?;
+            }
+        }
+    }
+    for ack in acks.drain(..) {
+        ack.await?;
+    }
+    let sending = started.elapsed().as_secs_f64();
+    while count(&store).await? < (burst + total) as i64 {
+        anyhow::ensure!(started.elapsed() < Duration::from_secs(600), "ingest fell behind");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let lags: Vec<(i64,)> = sqlx::query_as("SELECT stored_at - occurred_at FROM observations WHERE id > ?")
+        .bind(steady_from)
+        .fetch_all(store.pool())
+        .await?;
+    let lags = sorted(lags.into_iter().map(|(l,)| l as f64).collect());
+    let offered = sent as f64 / sending;
+    println!("steady:    offered_per_s={offered:.0} lag_p50_ms={:.0} lag_p95_ms={:.0} lag_p99_ms={:.0}", percentile(&lags, 50.0), percentile(&lags, 95.0), percentile(&lags, 99.0));
+    let size = store.size_bytes();
+    println!("store:     bytes={size} per_event={:.0}", size as f64 / (burst + total) as f64);
+    store.close().await;
+    drop(handle);
+    bed.stop().await;
+    println!(
+        "ingest: events_per_s={throughput:.0} lag_p95_ms={:.0} steady_rate_per_s={offered:.0} events={}",
+        percentile(&lags, 95.0),
+        burst + total
+    );
+    Ok(())
+}
