@@ -91,7 +91,8 @@ async fn no_secret_from_the_corpus_reaches_the_sqlite_files() {
             project: "/tmp/s".into(),
             host_event: "UserPromptSubmit".into(),
             extra_json: json!({"note": sample.text}).to_string(),
-            payload: Some(proto::event::Payload::Prompt(proto::Prompt { text: sample.text.clone() })),
+            // Numbered, so samples that read alike once redacted are not one duplicate event.
+            payload: Some(proto::event::Payload::Prompt(proto::Prompt { text: format!("sample {i}: {}", sample.text) })),
             ..Default::default()
         };
         js.publish(raw.subject(), raw.encode_to_vec().into()).await.unwrap().await.unwrap();

@@ -102,7 +102,8 @@ async fn real_transcripts_through_the_real_hook_are_stored_exactly_once() {
         task.await.unwrap();
     }
     let stored = app.wait_for_count("SELECT count(*) FROM observations", total as i64, Duration::from_secs(60)).await;
-    assert_eq!(stored, total as i64);
+    let log = std::fs::read_to_string(app.home.path().join("hook.log")).unwrap_or_default();
+    assert_eq!(stored, total as i64, "hook log:\n{log}");
     for replay in &replays {
         assert_session_matches(&app, replay).await;
     }

@@ -138,3 +138,63 @@ fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
     let restored: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(restored, original);
 }
+
+#[test]
+fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
+    use std::io::BufRead as _;
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut up = std::process::Command::new(crate::harness::binary("mneme"))
+        .arg("up")
+        .env_remove("MNEME_NATS_URL")
+        .env("MNEME_HOME", home.path())
+        .env("MNEME_NATS_PORT", port.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first_line = String::new();
+    std::io::BufReader::new(up.stdout.take().unwrap()).read_line(&mut first_line).unwrap();
+    assert!(first_line.starts_with("mneme is up"), "{first_line}");
+    let url = format!("nats://127.0.0.1:{port}");
+    let env = [("MNEME_NATS_URL", url.as_str()), ("MNEME_HOME", home.path().to_str().unwrap())];
+
+    // The services need a moment to create their streams; the hook spools until then and the
+    // spool is drained by the next run or by `mneme up` itself.
+    let payload = event("UserPromptSubmit", "up", "/tmp/up", json!({"prompt": "remember the up command"}));
+    let mut hook = std::process::Command::new(crate::harness::binary("mneme-hook"))
+        .arg("claude-code")
+        .envs(env)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut hook.stdin.take().unwrap(), &payload).unwrap();
+    assert!(hook.wait().unwrap().success());
+
+    let status = || -> Value {
+        let output = std::process::Command::new(crate::harness::binary("mneme")).args(["status", "--json"]).envs(env).output().unwrap();
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut last = status();
+    while last["observations"] != 1 || last["services"]["retrieval"]["ok"] != true {
+        assert!(std::time::Instant::now() < deadline, "mneme up never stored the event: {last}");
+        std::thread::sleep(Duration::from_millis(200));
+        last = status();
+    }
+    assert_eq!(last["services"]["ingest"]["ok"], true);
+    assert_eq!(last["spooled"], 0);
+
+    // SIGTERM: everything stops, the local nats-server included.
+    std::process::Command::new("kill").args(["-TERM", &up.id().to_string()]).status().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let code = loop {
+        if let Some(code) = up.try_wait().unwrap() {
+            break code;
+        }
+        assert!(std::time::Instant::now() < deadline, "mneme up did not stop on sigterm");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(code.success(), "mneme up exited with {code}");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "the local nats-server is still running");
+}

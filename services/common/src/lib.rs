@@ -62,7 +62,9 @@ impl CommonArgs {
 
     /// The SQLite database path.
     pub fn db_path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(|| self.home_dir().join("mneme.db"))
+        self.db
+            .clone()
+            .unwrap_or_else(|| self.home_dir().join("mneme.db"))
     }
 }
 

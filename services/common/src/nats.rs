@@ -22,37 +22,35 @@ pub async fn connect(
     deadline: Duration,
 ) -> anyhow::Result<async_nats::Client> {
     let started = std::time::Instant::now();
-    loop {
-        let mut options = async_nats::ConnectOptions::new()
-            .name(format!("mneme-{name}"))
-            .connection_timeout(Duration::from_secs(2))
-            .retry_on_initial_connect();
-        if let Some(token) = &args.nats_token {
-            options = options.token(token.clone());
-        }
-        if let Some(creds) = &args.nats_creds {
-            options = options
-                .credentials_file(creds)
-                .await
-                .with_context(|| format!("reading nats credentials {}", creds.display()))?;
-        }
-        // `retry_on_initial_connect` makes `connect` return at once and connect in the
-        // background; wait for the connection here so callers can rely on it.
-        let client = options
-            .connect(&args.nats_url)
-            .await
-            .with_context(|| format!("connecting to nats at {}", args.nats_url))?;
-        while client.connection_state() != async_nats::connection::State::Connected {
-            if started.elapsed() > deadline {
-                anyhow::bail!(
-                    "nats at {} did not accept a connection within {deadline:?}",
-                    args.nats_url
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        return Ok(client);
+    let mut options = async_nats::ConnectOptions::new()
+        .name(format!("mneme-{name}"))
+        .connection_timeout(Duration::from_secs(2))
+        .retry_on_initial_connect();
+    if let Some(token) = &args.nats_token {
+        options = options.token(token.clone());
     }
+    if let Some(creds) = &args.nats_creds {
+        options = options
+            .credentials_file(creds)
+            .await
+            .with_context(|| format!("reading nats credentials {}", creds.display()))?;
+    }
+    // `retry_on_initial_connect` makes `connect` return at once and connect in the
+    // background; wait for the connection here so callers can rely on it.
+    let client = options
+        .connect(&args.nats_url)
+        .await
+        .with_context(|| format!("connecting to nats at {}", args.nats_url))?;
+    while client.connection_state() != async_nats::connection::State::Connected {
+        if started.elapsed() > deadline {
+            anyhow::bail!(
+                "nats at {} did not accept a connection within {deadline:?}",
+                args.nats_url
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(client)
 }
 
 struct HeaderInjector<'a>(&'a mut HeaderMap);

@@ -24,9 +24,21 @@ pub fn configs() -> Vec<stream::Config> {
         ..Default::default()
     };
     vec![
-        base(subjects::EVENTS_STREAM, subjects::EVENTS_ALL, EVENTS_MAX_AGE),
-        base(subjects::INGEST_STREAM, subjects::INGEST_ALL, EVENTS_MAX_AGE),
-        base(subjects::DLQ_STREAM, subjects::DLQ_ALL, Duration::from_secs(90 * 24 * 3600)),
+        base(
+            subjects::EVENTS_STREAM,
+            subjects::EVENTS_ALL,
+            EVENTS_MAX_AGE,
+        ),
+        base(
+            subjects::INGEST_STREAM,
+            subjects::INGEST_ALL,
+            EVENTS_MAX_AGE,
+        ),
+        base(
+            subjects::DLQ_STREAM,
+            subjects::DLQ_ALL,
+            Duration::from_secs(90 * 24 * 3600),
+        ),
     ]
 }
 

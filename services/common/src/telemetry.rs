@@ -49,15 +49,16 @@ pub fn init(service: &str, log_format: &str, otel_endpoint: Option<&str>) -> Tel
         opentelemetry_sdk::propagation::TraceContextPropagator::new(),
     );
 
-    let provider = otel_endpoint.filter(|e| !e.is_empty()).and_then(|endpoint| {
-        match build_provider(service, endpoint) {
-            Ok(provider) => Some(provider),
-            Err(error) => {
-                eprintln!("mneme: opentelemetry export disabled: {error}");
-                None
-            }
-        }
-    });
+    let provider =
+        otel_endpoint
+            .filter(|e| !e.is_empty())
+            .and_then(|endpoint| match build_provider(service, endpoint) {
+                Ok(provider) => Some(provider),
+                Err(error) => {
+                    eprintln!("mneme: opentelemetry export disabled: {error}");
+                    None
+                }
+            });
     let otel_layer = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer(service.to_owned()))

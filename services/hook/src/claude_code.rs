@@ -39,6 +39,7 @@ pub fn normalise(input: &[u8], sanitizer: &sanitize::Sanitizer) -> Event {
             .unwrap_or_default(),
         ..Default::default()
     };
+    event.content_hash = sanitize::content_hash(&[&String::from_utf8_lossy(input)]);
     let mut object = match parse_object(input) {
         Ok(object) => object,
         Err(reason) => {
@@ -61,7 +62,7 @@ pub fn normalise(input: &[u8], sanitizer: &sanitize::Sanitizer) -> Event {
     let Value::Object(mut object) = value else {
         unreachable!("cleaning keeps the object")
     };
-    fill(&mut event, &mut object);
+    fill(&mut event, &mut object, sanitizer);
     event
 }
 
@@ -101,14 +102,6 @@ fn take_str(object: &mut Map<String, Value>, key: &str) -> String {
     }
 }
 
-/// Take `key` out of the payload as JSON text (a string stays a JSON string).
-fn take_json(object: &mut Map<String, Value>, key: &str) -> String {
-    match object.remove(key) {
-        None | Some(Value::Null) => String::new(),
-        Some(value) => value.to_string(),
-    }
-}
-
 fn take_bool(object: &mut Map<String, Value>, key: &str) -> bool {
     matches!(object.remove(key), Some(Value::Bool(true)))
 }
@@ -120,7 +113,31 @@ fn take_i64(object: &mut Map<String, Value>, key: &str) -> i64 {
         .map_or(0, |v| v as i64)
 }
 
-fn fill(event: &mut Event, object: &mut Map<String, Value>) {
+/// Shorten every string longer than the sanitizer's limit inside `value` to a head and a tail,
+/// keeping the JSON valid; returns the largest string's original size when any was shortened.
+fn shorten_strings(value: &mut Value, sanitizer: &sanitize::Sanitizer) -> Option<sanitize::Truncation> {
+    let mut largest: Option<sanitize::Truncation> = None;
+    let mut visit = |s: &mut String| {
+        if let (short, Some(t)) = sanitizer.truncate(s) {
+            *s = short;
+            if largest.as_ref().is_none_or(|l| l.original_chars < t.original_chars) {
+                largest = Some(t);
+            }
+        }
+    };
+    fn walk(value: &mut Value, visit: &mut impl FnMut(&mut String)) {
+        match value {
+            Value::String(s) => visit(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, visit)),
+            Value::Object(map) => map.values_mut().for_each(|v| walk(v, visit)),
+            _ => {}
+        }
+    }
+    walk(value, &mut visit);
+    largest
+}
+
+fn fill(event: &mut Event, object: &mut Map<String, Value>, sanitizer: &sanitize::Sanitizer) {
     let name = take_str(object, "hook_event_name");
     event.session_id = take_str(object, "session_id");
     event.transcript_path = take_str(object, "transcript_path");
@@ -134,14 +151,23 @@ fn fill(event: &mut Event, object: &mut Map<String, Value>) {
     event.subagent_id = take_str(object, "agent_id");
     event.subagent_type = take_str(object, "agent_type");
 
-    let tool = |object: &mut Map<String, Value>| proto::ToolCall {
-        tool_name: take_str(object, "tool_name"),
-        tool_use_id: take_str(object, "tool_use_id"),
-        input_json: take_json(object, "tool_input"),
-        response_json: take_json(object, "tool_response"),
-        error: take_str(object, "error"),
-        is_interrupt: take_bool(object, "is_interrupt"),
-        duration_ms: take_i64(object, "duration_ms"),
+    let tool = |object: &mut Map<String, Value>| {
+        let mut input = object.remove("tool_input").unwrap_or(Value::Null);
+        let mut response = object.remove("tool_response").unwrap_or(Value::Null);
+        shorten_strings(&mut input, sanitizer);
+        let original = shorten_strings(&mut response, sanitizer);
+        let json = |v: Value| if v.is_null() { String::new() } else { v.to_string() };
+        proto::ToolCall {
+            tool_name: take_str(object, "tool_name"),
+            tool_use_id: take_str(object, "tool_use_id"),
+            input_json: json(input),
+            response_json: json(response),
+            error: take_str(object, "error"),
+            is_interrupt: take_bool(object, "is_interrupt"),
+            duration_ms: take_i64(object, "duration_ms"),
+            response_chars: original.map_or(0, |t| t.original_chars as u64),
+            response_lines: original.map_or(0, |t| t.original_lines as u64),
+        }
     };
     let payload = match name.as_str() {
         "SessionStart" => Payload::SessionStart(proto::SessionStart {

@@ -209,6 +209,19 @@ async fn replay(
     }
 }
 
+/// Replay this machine's spool now, if anything waits in it; returns how many events went out.
+/// `mneme up` calls this periodically, so events spooled by the last hook runs of a day do not
+/// wait for the next hook run.
+pub async fn drain_spool(config: &HookConfig) -> Result<usize, String> {
+    let spool = Spool::new(&config.spool_dir);
+    if !spool.has_pending() {
+        return Ok(0);
+    }
+    let client = connect(config).await?;
+    let jetstream = async_nats::jetstream::new(client);
+    replay(config, &jetstream, &spool).await
+}
+
 /// Ask retrieval for context within the budget; `None` on any failure or silence.
 async fn fetch_context(config: &HookConfig, client: &async_nats::Client, event: &Event) -> Option<String> {
     let (moment, prompt) = match &event.payload {

@@ -107,7 +107,11 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
         meta.insert("system_tags_stripped".into(), json!(report.system_tags_stripped));
     }
     let kind = event.kind();
-    let content_hash = sanitize::content_hash(&[
+    // The hook hashes the raw payload; events from elsewhere are hashed on their clean content.
+    let content_hash = if !event.content_hash.is_empty() {
+        event.content_hash.clone()
+    } else {
+        sanitize::content_hash(&[
         &event.session_id,
         &event.host_event,
         &event.subagent_id,
@@ -118,7 +122,8 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
         &body,
         input.as_deref().unwrap_or(""),
         output.as_deref().unwrap_or(""),
-    ]);
+        ])
+    };
     Observation {
         event_id: event.id.clone(),
         session_id: event.session_id.clone(),
@@ -183,6 +188,15 @@ fn build_tool(
         other => flatten_json(other),
     };
     let (output_text, truncation) = sanitizer.truncate(&output_text);
+    // When the hook already shortened the response, its sizes are the original ones.
+    let truncation = if call.response_chars > 0 {
+        Some(sanitize::Truncation {
+            original_chars: call.response_chars as usize,
+            original_lines: call.response_lines as usize,
+        })
+    } else {
+        truncation
+    };
     if let Some(t) = truncation {
         report.truncated = true;
         meta.insert(

@@ -42,6 +42,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     println!("mneme is up: nats {}, store {}", common.nats_url, common.db_path().display());
     println!("hooks publish to {}; stop with ctrl-c", common.nats_url);
 
+    tokio::spawn(drain_spool(common.nats_url.clone(), shutdown.clone()));
     let result = tokio::try_join!(
         ingest::run(common.clone(), ingest_args, shutdown.clone()),
         retrieval::run(common.clone(), shutdown.clone()),
@@ -52,4 +53,22 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         server.stop().await;
     }
     result.map(|_| ())
+}
+
+/// Replay this machine's hook spool every few seconds, so nothing waits for the next hook run.
+async fn drain_spool(nats_url: String, shutdown: tokio_util::sync::CancellationToken) {
+    let mut config = mneme_hook::config::HookConfig::from_env();
+    config.nats_url = nats_url;
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match mneme_hook::client::drain_spool(&config).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(replayed = n, "replayed spooled hook events"),
+            Err(error) => tracing::debug!(%error, "spool replay failed; will retry"),
+        }
+    }
 }

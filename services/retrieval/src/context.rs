@@ -17,7 +17,11 @@ const PROMPT_HITS: u32 = 3;
 
 /// Build the context for `request`; empty text when there is nothing worth saying.
 pub async fn assemble(pool: &SqlitePool, request: &ContextRequest) -> anyhow::Result<ContextReply> {
-    let max = if request.max_chars == 0 { 10_000 } else { request.max_chars as usize };
+    let max = if request.max_chars == 0 {
+        10_000
+    } else {
+        request.max_chars as usize
+    };
     let mut reply = match request.moment() {
         Moment::SessionStart => session_start(pool, request).await?,
         Moment::Prompt => prompt(pool, request).await?,
@@ -29,7 +33,10 @@ pub async fn assemble(pool: &SqlitePool, request: &ContextRequest) -> anyhow::Re
     Ok(reply)
 }
 
-async fn session_start(pool: &SqlitePool, request: &ContextRequest) -> anyhow::Result<ContextReply> {
+async fn session_start(
+    pool: &SqlitePool,
+    request: &ContextRequest,
+) -> anyhow::Result<ContextReply> {
     let sessions: Vec<(String, String, i64, i64, i64)> = sqlx::query_as(
         "SELECT id, agent, last_event_at, tool_count, error_count FROM sessions
          WHERE project = ? AND id <> ?
@@ -54,7 +61,12 @@ async fn session_start(pool: &SqlitePool, request: &ContextRequest) -> anyhow::R
         if prompts.is_empty() {
             continue;
         }
-        let _ = writeln!(text, "\n## Session {} ({agent}, {tools} tool calls, {errors} failed), last active {}", short(&session), day(last));
+        let _ = writeln!(
+            text,
+            "\n## Session {} ({agent}, {tools} tool calls, {errors} failed), last active {}",
+            short(&session),
+            day(last)
+        );
         for (id, title) in prompts.into_iter().rev() {
             let _ = writeln!(text, "- [#{id}] {title}");
             reply.item_ids.push(id);
@@ -73,8 +85,14 @@ async fn prompt(pool: &SqlitePool, request: &ContextRequest) -> anyhow::Result<C
     let Some(expression) = store::fts::match_query_any(&terms.join(" ")) else {
         return Ok(ContextReply::default());
     };
-    let candidates =
-        crate::search::run(pool, &expression, &request.project, &request.session_id, PROMPT_HITS * 4).await?;
+    let candidates = crate::search::run(
+        pool,
+        &expression,
+        &request.project,
+        &request.session_id,
+        PROMPT_HITS * 4,
+    )
+    .await?;
     // Any-term matching finds candidates; only those sharing most of the prompt's significant
     // words are confident enough to inject.
     let needed = terms.len().div_ceil(2).max(2.min(terms.len()));
@@ -92,7 +110,15 @@ async fn prompt(pool: &SqlitePool, request: &ContextRequest) -> anyhow::Result<C
     }
     let mut text = String::from("# mneme: related memory from earlier sessions\n");
     for hit in hits {
-        let _ = writeln!(text, "- [#{}] {} ({}, {}): {}", hit.id, hit.title, hit.kind, day(hit.occurred_at_ms), crate::search::snippet(&hit.snippet, &terms));
+        let _ = writeln!(
+            text,
+            "- [#{}] {} ({}, {}): {}",
+            hit.id,
+            hit.title,
+            hit.kind,
+            day(hit.occurred_at_ms),
+            crate::search::snippet(&hit.snippet, &terms)
+        );
         reply.item_ids.push(hit.id);
     }
     reply.text = text;
@@ -114,7 +140,10 @@ fn significant_terms(prompt: &str) -> Vec<String> {
     let mut terms: Vec<String> = prompt
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .map(str::to_lowercase)
-        .filter(|w| w.chars().any(store::fts::is_cjk) || (w.chars().count() >= 4 && !STOPWORDS.contains(&w.as_str())))
+        .filter(|w| {
+            w.chars().any(store::fts::is_cjk)
+                || (w.chars().count() >= 4 && !STOPWORDS.contains(&w.as_str()))
+        })
         .collect();
     terms.sort();
     terms.dedup();
@@ -145,7 +174,10 @@ fn day(ms: i64) -> String {
 mod tests {
     #[test]
     fn significant_terms_drop_short_and_common_words() {
-        assert_eq!(super::significant_terms("the websocket reconnect is flaky again"), ["flaky", "reconnect", "websocket"]);
+        assert_eq!(
+            super::significant_terms("the websocket reconnect is flaky again"),
+            ["flaky", "reconnect", "websocket"]
+        );
         assert_eq!(super::significant_terms("修复 it"), ["修复"]);
     }
 

@@ -41,13 +41,20 @@ pub async fn run(common: CommonArgs, shutdown: CancellationToken) -> anyhow::Res
     let store = store::Store::open(&db_path)
         .await
         .with_context(|| format!("opening store {}", db_path.display()))?;
-    let client = common::nats::connect(&common, SERVICE, std::time::Duration::from_secs(30)).await?;
+    let client =
+        common::nats::connect(&common, SERVICE, std::time::Duration::from_secs(30)).await?;
     let counters = Arc::new(Counters::default());
     let mut search = client
-        .queue_subscribe(subjects::RETRIEVAL_SEARCH, subjects::RETRIEVAL_QUEUE.to_owned())
+        .queue_subscribe(
+            subjects::RETRIEVAL_SEARCH,
+            subjects::RETRIEVAL_QUEUE.to_owned(),
+        )
         .await?;
     let mut context = client
-        .queue_subscribe(subjects::RETRIEVAL_CONTEXT, subjects::RETRIEVAL_QUEUE.to_owned())
+        .queue_subscribe(
+            subjects::RETRIEVAL_CONTEXT,
+            subjects::RETRIEVAL_QUEUE.to_owned(),
+        )
         .await?;
     let health = tokio::spawn(common::health::serve(
         client.clone(),
@@ -64,7 +71,9 @@ pub async fn run(common: CommonArgs, shutdown: CancellationToken) -> anyhow::Res
             Some(message) = context.next() => message,
             else => break,
         };
-        let Some(reply_to) = message.reply.clone() else { continue };
+        let Some(reply_to) = message.reply.clone() else {
+            continue;
+        };
         let (client, store, counters) = (client.clone(), store.clone(), counters.clone());
         let span = tracing::info_span!("retrieval.request", subject = %message.subject);
         common::nats::continue_trace(&span, message.headers.as_ref());
@@ -92,10 +101,16 @@ async fn answer(store: &store::Store, subject: &str, payload: &[u8]) -> Vec<u8> 
     if subject == subjects::RETRIEVAL_SEARCH {
         let reply = match proto::SearchRequest::decode(payload) {
             Ok(request) => match search::search(store.pool(), &request).await {
-                Ok(hits) => proto::SearchReply { hits, error: String::new() },
+                Ok(hits) => proto::SearchReply {
+                    hits,
+                    error: String::new(),
+                },
                 Err(error) => {
                     tracing::warn!(error = %format!("{error:#}"), "search failed");
-                    proto::SearchReply { hits: Vec::new(), error: "search failed".to_owned() }
+                    proto::SearchReply {
+                        hits: Vec::new(),
+                        error: "search failed".to_owned(),
+                    }
                 }
             },
             Err(error) => proto::SearchReply {
@@ -107,10 +122,12 @@ async fn answer(store: &store::Store, subject: &str, payload: &[u8]) -> Vec<u8> 
     } else {
         // A failed context request answers with empty context: the agent goes on without it.
         let reply = match proto::ContextRequest::decode(payload) {
-            Ok(request) => context::assemble(store.pool(), &request).await.unwrap_or_else(|error| {
-                tracing::warn!(error = %format!("{error:#}"), "context failed");
-                proto::ContextReply::default()
-            }),
+            Ok(request) => context::assemble(store.pool(), &request)
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::warn!(error = %format!("{error:#}"), "context failed");
+                    proto::ContextReply::default()
+                }),
             Err(_) => proto::ContextReply::default(),
         };
         reply.encode_to_vec()

@@ -15,9 +15,12 @@ pub async fn search(pool: &SqlitePool, request: &SearchRequest) -> anyhow::Resul
         n => n.min(MAX_LIMIT),
     };
     let mut hits = Vec::new();
-    for expression in [store::fts::match_query(&request.query), store::fts::match_query_any(&request.query)]
-        .into_iter()
-        .flatten()
+    for expression in [
+        store::fts::match_query(&request.query),
+        store::fts::match_query_any(&request.query),
+    ]
+    .into_iter()
+    .flatten()
     {
         hits = run(pool, &expression, &request.project, "", limit).await?;
         if !hits.is_empty() {
@@ -31,6 +34,18 @@ pub async fn search(pool: &SqlitePool, request: &SearchRequest) -> anyhow::Resul
     Ok(hits)
 }
 
+#[derive(sqlx::FromRow)]
+struct HitRow {
+    id: i64,
+    session_id: String,
+    project: String,
+    kind: String,
+    title: String,
+    body: String,
+    occurred_at: i64,
+    rank: f64,
+}
+
 /// Run one FTS expression; `snippet` holds the whole body until the caller cuts it.
 pub(crate) async fn run(
     pool: &SqlitePool,
@@ -39,7 +54,7 @@ pub(crate) async fn run(
     exclude_session: &str,
     limit: u32,
 ) -> anyhow::Result<Vec<SearchHit>> {
-    let rows: Vec<(i64, String, String, String, String, String, i64, f64)> = sqlx::query_as(
+    let rows: Vec<HitRow> = sqlx::query_as(
         "SELECT o.id, o.session_id, o.project, o.kind, o.title, o.body, o.occurred_at,
                 bm25(observations_fts, 4.0, 1.0) AS rank
          FROM observations_fts
@@ -58,16 +73,16 @@ pub(crate) async fn run(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, session_id, project, kind, title, body, occurred_at_ms, rank)| SearchHit {
-            id,
-            session_id,
-            project,
-            kind,
-            title,
-            snippet: body,
-            occurred_at_ms,
+        .map(|row| SearchHit {
+            id: row.id,
+            session_id: row.session_id,
+            project: row.project,
+            kind: row.kind,
+            title: row.title,
+            snippet: row.body,
+            occurred_at_ms: row.occurred_at,
             // BM25 ranks are negative, better ones lower; callers expect higher is better.
-            score: -rank,
+            score: -row.rank,
         })
         .collect())
 }
@@ -88,7 +103,11 @@ pub(crate) fn snippet(body: &str, terms: &[String]) -> String {
     let lower = body.to_lowercase();
     // Lowercasing can change byte lengths; only trust the position when it did not.
     let at = if lower.len() == body.len() {
-        terms.iter().filter_map(|t| lower.find(t.as_str())).min().unwrap_or(0)
+        terms
+            .iter()
+            .filter_map(|t| lower.find(t.as_str()))
+            .min()
+            .unwrap_or(0)
     } else {
         0
     };
@@ -97,7 +116,11 @@ pub(crate) fn snippet(body: &str, terms: &[String]) -> String {
     let text: String = body.chars().skip(start).take(LENGTH).collect();
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let prefix = if start > 0 { "…" } else { "" };
-    let suffix = if body.chars().count() > start + LENGTH { "…" } else { "" };
+    let suffix = if body.chars().count() > start + LENGTH {
+        "…"
+    } else {
+        ""
+    };
     format!("{prefix}{text}{suffix}")
 }
 
@@ -107,7 +130,11 @@ mod tests {
 
     #[test]
     fn snippets_centre_on_the_match() {
-        let body = format!("{} the nats consumer failed {}", "a ".repeat(200), "b ".repeat(200));
+        let body = format!(
+            "{} the nats consumer failed {}",
+            "a ".repeat(200),
+            "b ".repeat(200)
+        );
         let s = snippet(&body, &["consumer".to_owned()]);
         assert!(s.starts_with('…') && s.ends_with('…'));
         assert!(s.contains("nats consumer failed"));
