@@ -226,3 +226,38 @@ async fn killing_ingest_mid_batch_loses_nothing_and_doubles_nothing() {
     assert_eq!(app.count("SELECT sum(event_count) FROM sessions").await, total as i64);
     assert_eq!(app.count("SELECT count(*) FROM observations_fts").await, total as i64);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_hook_event_is_one_trace_from_hook_through_ingest() {
+    let app = App::bare();
+    let mut ingest = std::process::Command::new(binary("mneme-ingest"))
+        .envs(app.env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = app.client().await;
+    crate::harness::wait_until(Duration::from_secs(30), || async {
+        client.request(proto::subjects::health_subject("ingest"), proto::HealthRequest {}.encode_to_vec().into()).await.is_ok()
+    })
+    .await
+    .expect("mneme-ingest did not become healthy");
+    let payload = serde_json::json!({"hook_event_name": "PostToolUse", "session_id": "trace", "cwd": "/tmp",
+        "tool_name": "Bash", "tool_use_id": "toolu_trace", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a"}});
+    assert!(app.hook(payload.to_string().as_bytes()).0.status.success());
+    assert_eq!(app.wait_for_count("SELECT count(*) FROM observations", 1, Duration::from_secs(30)).await, 1);
+    let store = app.store().await;
+    let (event_id,): (String,) = sqlx::query_as("SELECT event_id FROM observations").fetch_one(store.pool()).await.unwrap();
+
+    let js = async_nats::jetstream::new(client);
+    let stream = js.get_stream(proto::subjects::INGEST_STREAM).await.unwrap();
+    let message = stream.get_raw_message(1).await.unwrap();
+    let stored = proto::ObservationStored::decode(message.payload.clone()).unwrap();
+    assert_eq!(stored.event_id, event_id);
+    let traceparent = message.headers.get(proto::subjects::TRACEPARENT_HEADER).expect("ingest forwards the trace context").to_string();
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{traceparent}");
+    assert_eq!(parts[1], event_id, "the trace the hook started (its id is the event id) continues through ingest");
+    ingest.kill().unwrap();
+    ingest.wait().unwrap();
+}

@@ -49,16 +49,26 @@ pub fn init(service: &str, log_format: &str, otel_endpoint: Option<&str>) -> Tel
         opentelemetry_sdk::propagation::TraceContextPropagator::new(),
     );
 
-    let provider =
-        otel_endpoint
-            .filter(|e| !e.is_empty())
-            .and_then(|endpoint| match build_provider(service, endpoint) {
-                Ok(provider) => Some(provider),
-                Err(error) => {
-                    eprintln!("mneme: opentelemetry export disabled: {error}");
-                    None
-                }
-            });
+    // Spans always get W3C ids, so trace context is carried across NATS even when nothing is
+    // exported; the exporter is added only when an endpoint is configured.
+    let exporter = otel_endpoint.filter(|e| !e.is_empty()).and_then(|endpoint| {
+        match build_exporter(endpoint) {
+            Ok(exporter) => Some(exporter),
+            Err(error) => {
+                eprintln!("mneme: opentelemetry export disabled: {error}");
+                None
+            }
+        }
+    });
+    let mut builder = SdkTracerProvider::builder().with_resource(
+        opentelemetry_sdk::Resource::builder()
+            .with_service_name(format!("mneme-{service}"))
+            .build(),
+    );
+    if let Some(exporter) = exporter {
+        builder = builder.with_batch_exporter(exporter);
+    }
+    let provider = Some(builder.build());
     let otel_layer = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer(service.to_owned()))
@@ -78,18 +88,10 @@ pub fn init(service: &str, log_format: &str, otel_endpoint: Option<&str>) -> Tel
     }
 }
 
-fn build_provider(service: &str, endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
+fn build_exporter(endpoint: &str) -> anyhow::Result<opentelemetry_otlp::SpanExporter> {
     use opentelemetry_otlp::WithExportConfig;
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
+    Ok(opentelemetry_otlp::SpanExporter::builder()
         .with_tonic()
         .with_endpoint(endpoint)
-        .build()?;
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(
-            opentelemetry_sdk::Resource::builder()
-                .with_service_name(format!("mneme-{service}"))
-                .build(),
-        )
-        .build())
+        .build()?)
 }
