@@ -1,7 +1,12 @@
 //! Compiles `proto/*.proto` with protox, so no system `protoc` is needed anywhere.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["events.proto", "ingest.proto", "retrieval.proto", "health.proto"];
+    let files = [
+        "events.proto",
+        "ingest.proto",
+        "retrieval.proto",
+        "health.proto",
+    ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");
     }

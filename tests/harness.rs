@@ -18,7 +18,11 @@ pub struct Nats {
 
 impl Nats {
     pub fn start(dir: &Path) -> Nats {
-        let mut nats = Nats { child: None, port: free_port(), store: dir.join("jetstream") };
+        let mut nats = Nats {
+            child: None,
+            port: free_port(),
+            store: dir.join("jetstream"),
+        };
         nats.resume();
         nats
     }
@@ -37,7 +41,8 @@ impl Nats {
 
     /// Start the server again on the same port with the same JetStream store.
     pub fn resume(&mut self) {
-        let binary = std::env::var_os("MNEME_NATS_SERVER").map_or_else(|| PathBuf::from("nats-server"), PathBuf::from);
+        let binary = std::env::var_os("MNEME_NATS_SERVER")
+            .map_or_else(|| PathBuf::from("nats-server"), PathBuf::from);
         let child = Command::new(&binary)
             .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
             .arg(&self.store)
@@ -50,7 +55,10 @@ impl Nats {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "nats-server did not listen within 10s");
+            assert!(
+                Instant::now() < deadline,
+                "nats-server did not listen within 10s"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -63,7 +71,11 @@ impl Drop for Nats {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running system: nats, a temporary home, and (optionally) the services in this process.
@@ -88,7 +100,13 @@ impl App {
         common.home = Some(home.path().to_owned());
         common.db = Some(home.path().join("mneme.db"));
         common.otel_endpoint = None;
-        App { nats, home, common, shutdown: CancellationToken::new(), services: Vec::new() }
+        App {
+            nats,
+            home,
+            common,
+            shutdown: CancellationToken::new(),
+            services: Vec::new(),
+        }
     }
 
     /// nats, ingest and retrieval, started and ready.
@@ -104,13 +122,19 @@ impl App {
             ingest::IngestArgs::default(),
             self.shutdown.clone(),
         )));
-        self.services.push(tokio::spawn(retrieval::run(self.common.clone(), self.shutdown.clone())));
+        self.services.push(tokio::spawn(retrieval::run(
+            self.common.clone(),
+            self.shutdown.clone(),
+        )));
         let client = self.client().await;
         for service in ["ingest", "retrieval"] {
             wait_until(Duration::from_secs(30), || async {
                 use proto::Message as _;
                 client
-                    .request(proto::subjects::health_subject(service), proto::HealthRequest {}.encode_to_vec().into())
+                    .request(
+                        proto::subjects::health_subject(service),
+                        proto::HealthRequest {}.encode_to_vec().into(),
+                    )
                     .await
                     .is_ok()
             })
@@ -175,12 +199,19 @@ impl App {
 
     /// Run the `mneme` CLI with `args`.
     pub fn mneme(&self, args: &[&str]) -> Output {
-        Command::new(binary("mneme")).args(args).envs(self.env()).output().unwrap()
+        Command::new(binary("mneme"))
+            .args(args)
+            .envs(self.env())
+            .output()
+            .unwrap()
     }
 
     pub async fn count(&self, sql: &str) -> i64 {
         let store = self.store().await;
-        let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(store.pool()).await.unwrap();
+        let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()))
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
         n
     }
 
@@ -232,7 +263,9 @@ pub fn binary(name: &str) -> PathBuf {
         if profile == "release" {
             build.arg("--release");
         }
-        let status = build.status().expect("running cargo build for the binaries");
+        let status = build
+            .status()
+            .expect("running cargo build for the binaries");
         assert!(status.success(), "cargo build --workspace --bins failed");
         dir
     });
@@ -241,8 +274,13 @@ pub fn binary(name: &str) -> PathBuf {
 
 /// The real transcripts shipped beside the repository.
 pub fn transcripts_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/claude-code-transcripts");
-    assert!(dir.is_dir(), "{} is missing: clone the repository with ../shared beside it", dir.display());
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/claude-code-transcripts");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: clone the repository with ../shared beside it",
+        dir.display()
+    );
     dir
 }
 

@@ -14,17 +14,22 @@ fn replays() -> Vec<Replay> {
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     files.sort();
-    files.iter().map(|f| claude_code_replay(f).unwrap()).collect()
+    files
+        .iter()
+        .map(|f| claude_code_replay(f).unwrap())
+        .collect()
 }
 
 /// (host_event, tool_use_id, kind) of every stored observation of a session, in storage order.
 async fn stored_sequence(app: &App, session: &str) -> Vec<(String, String)> {
     let store = app.store().await;
-    sqlx::query_as("SELECT host_event, tool_use_id FROM observations WHERE session_id = ? ORDER BY id")
-        .bind(session)
-        .fetch_all(store.pool())
-        .await
-        .unwrap()
+    sqlx::query_as(
+        "SELECT host_event, tool_use_id FROM observations WHERE session_id = ? ORDER BY id",
+    )
+    .bind(session)
+    .fetch_all(store.pool())
+    .await
+    .unwrap()
 }
 
 fn payload_sequence(replay: &Replay) -> Vec<(String, String)> {
@@ -52,7 +57,11 @@ async fn assert_session_matches(app: &App, replay: &Replay) {
     .into_iter()
     .map(|(k, n)| (k, n as usize))
     .collect();
-    assert_eq!(per_event, replay.expected.per_event, "events of session {}", replay.session_id);
+    assert_eq!(
+        per_event, replay.expected.per_event,
+        "events of session {}",
+        replay.session_id
+    );
     let per_tool: BTreeMap<String, usize> = sqlx::query_as::<_, (String, i64)>(
         "SELECT tool_name, count(*) FROM observations
          WHERE session_id = ? AND kind IN ('post_tool', 'tool_failure') GROUP BY tool_name",
@@ -64,7 +73,11 @@ async fn assert_session_matches(app: &App, replay: &Replay) {
     .into_iter()
     .map(|(k, n)| (k, n as usize))
     .collect();
-    assert_eq!(per_tool, replay.expected.per_tool, "tools of session {}", replay.session_id);
+    assert_eq!(
+        per_tool, replay.expected.per_tool,
+        "tools of session {}",
+        replay.session_id
+    );
     let (events, prompts): (i64, i64) =
         sqlx::query_as("SELECT event_count, prompt_count FROM sessions WHERE id = ?")
             .bind(&replay.session_id)
@@ -73,7 +86,12 @@ async fn assert_session_matches(app: &App, replay: &Replay) {
             .unwrap();
     assert_eq!(events as usize, replay.payloads.len());
     assert_eq!(prompts as usize, replay.expected.prompts);
-    assert_eq!(stored_sequence(app, &replay.session_id).await, payload_sequence(replay), "order of session {}", replay.session_id);
+    assert_eq!(
+        stored_sequence(app, &replay.session_id).await,
+        payload_sequence(replay),
+        "order of session {}",
+        replay.session_id
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,26 +119,51 @@ async fn real_transcripts_through_the_real_hook_are_stored_exactly_once() {
     for task in tasks {
         task.await.unwrap();
     }
-    let stored = app.wait_for_count("SELECT count(*) FROM observations", total as i64, Duration::from_secs(60)).await;
+    let stored = app
+        .wait_for_count(
+            "SELECT count(*) FROM observations",
+            total as i64,
+            Duration::from_secs(60),
+        )
+        .await;
     let log = std::fs::read_to_string(app.home.path().join("hook.log")).unwrap_or_default();
     assert_eq!(stored, total as i64, "hook log:\n{log}");
     for replay in &replays {
         assert_session_matches(&app, replay).await;
     }
     assert_eq!(app.count("SELECT count(*) FROM dead_letters").await, 0);
-    assert!(!app.spool_dir().exists() || std::fs::read_dir(app.spool_dir()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "ev")).count() == 0);
+    assert!(
+        !app.spool_dir().exists()
+            || std::fs::read_dir(app.spool_dir())
+                .unwrap()
+                .filter(|e| e
+                    .as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "ev"))
+                .count()
+                == 0
+    );
     // Every stored observation was announced once for downstream services.
     let js = async_nats::jetstream::new(app.client().await);
     let mut stream = js.get_stream(proto::subjects::INGEST_STREAM).await.unwrap();
     assert_eq!(stream.info().await.unwrap().state.messages, total as u64);
     // A compaction in a transcript is recorded as such.
-    assert!(app.count("SELECT count(*) FROM compactions WHERE phase = 'post'").await >= 5);
+    assert!(
+        app.count("SELECT count(*) FROM compactions WHERE phase = 'post'")
+            .await
+            >= 5
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nats_outage_mid_replay_spools_then_delivers_everything_once_in_order() {
     let mut app = App::start().await;
-    let replay = replays().into_iter().find(|r| r.payloads.len() > 300).unwrap();
+    let replay = replays()
+        .into_iter()
+        .find(|r| r.payloads.len() > 300)
+        .unwrap();
     let payloads = &replay.payloads;
     let (first, rest) = payloads.split_at(100);
     let (outage, after) = rest.split_at(120);
@@ -131,15 +174,34 @@ async fn a_nats_outage_mid_replay_spools_then_delivers_everything_once_in_order(
     let mut slowest = Duration::ZERO;
     for payload in outage {
         let (output, took) = app.hook(payload.to_string().as_bytes());
-        assert!(output.status.success(), "hook must exit 0 with nats down: {output:?}");
-        assert!(output.stdout.is_empty(), "hook printed something with nats down");
+        assert!(
+            output.status.success(),
+            "hook must exit 0 with nats down: {output:?}"
+        );
+        assert!(
+            output.stdout.is_empty(),
+            "hook printed something with nats down"
+        );
         slowest = slowest.max(took);
     }
-    assert!(slowest < Duration::from_secs(2), "hook took {slowest:?} with nats down");
-    let spooled = std::fs::read_dir(app.spool_dir()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "ev")).count();
+    assert!(
+        slowest < Duration::from_secs(2),
+        "hook took {slowest:?} with nats down"
+    );
+    let spooled = std::fs::read_dir(app.spool_dir())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "ev")
+        })
+        .count();
     assert_eq!(spooled, outage.len());
     // `mneme status` counts what waits in the spool.
-    let status: serde_json::Value = serde_json::from_slice(&app.mneme(&["status", "--json"]).stdout).unwrap();
+    let status: serde_json::Value =
+        serde_json::from_slice(&app.mneme(&["status", "--json"]).stdout).unwrap();
     assert_eq!(status["spooled"], outage.len());
 
     app.nats.resume();
@@ -147,10 +209,27 @@ async fn a_nats_outage_mid_replay_spools_then_delivers_everything_once_in_order(
         assert!(app.hook(payload.to_string().as_bytes()).0.status.success());
     }
     let total = payloads.len() as i64;
-    let stored = app.wait_for_count("SELECT count(*) FROM observations", total, Duration::from_secs(60)).await;
+    let stored = app
+        .wait_for_count(
+            "SELECT count(*) FROM observations",
+            total,
+            Duration::from_secs(60),
+        )
+        .await;
     assert_eq!(stored, total);
     assert_session_matches(&app, &replay).await;
-    assert_eq!(std::fs::read_dir(app.spool_dir()).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "ev")).count(), 0);
+    assert_eq!(
+        std::fs::read_dir(app.spool_dir())
+            .unwrap()
+            .filter(|e| e
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "ev"))
+            .count(),
+        0
+    );
     app.stop_services().await;
 }
 
@@ -180,7 +259,11 @@ async fn publish_events(app: &App, n: usize) {
         };
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
-        acks.push(js.publish_with_headers(event.subject(), headers, event.encode_to_vec().into()).await.unwrap());
+        acks.push(
+            js.publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
+                .await
+                .unwrap(),
+        );
         if acks.len() == 1000 {
             for ack in acks.drain(..) {
                 ack.await.unwrap();
@@ -208,23 +291,51 @@ async fn killing_ingest_mid_batch_loses_nothing_and_doubles_nothing() {
     };
     let mut first = spawn();
     // Kill it (SIGKILL: no shutdown handling at all) once it is well into the stream.
-    let seen = app.wait_for_count("SELECT count(*) FROM observations", 2_000, Duration::from_secs(60)).await;
+    let seen = app
+        .wait_for_count(
+            "SELECT count(*) FROM observations",
+            2_000,
+            Duration::from_secs(60),
+        )
+        .await;
     first.kill().unwrap();
     first.wait().unwrap();
     let at_kill = app.count("SELECT count(*) FROM observations").await;
-    assert!(seen >= 2_000 && at_kill < total as i64, "the kill must land mid-stream (stored {at_kill})");
+    assert!(
+        seen >= 2_000 && at_kill < total as i64,
+        "the kill must land mid-stream (stored {at_kill})"
+    );
 
     let mut second = spawn();
-    let stored = app.wait_for_count("SELECT count(*) FROM observations", total as i64, Duration::from_secs(120)).await;
+    let stored = app
+        .wait_for_count(
+            "SELECT count(*) FROM observations",
+            total as i64,
+            Duration::from_secs(120),
+        )
+        .await;
     // Give redeliveries of anything acked late a moment to show up as doubles, if they would.
     tokio::time::sleep(Duration::from_millis(500)).await;
     second.kill().unwrap();
     second.wait().unwrap();
     assert_eq!(stored, total as i64);
-    assert_eq!(app.count("SELECT count(*) FROM observations").await, total as i64);
-    assert_eq!(app.count("SELECT count(DISTINCT tool_use_id) FROM observations").await, total as i64);
-    assert_eq!(app.count("SELECT sum(event_count) FROM sessions").await, total as i64);
-    assert_eq!(app.count("SELECT count(*) FROM observations_fts").await, total as i64);
+    assert_eq!(
+        app.count("SELECT count(*) FROM observations").await,
+        total as i64
+    );
+    assert_eq!(
+        app.count("SELECT count(DISTINCT tool_use_id) FROM observations")
+            .await,
+        total as i64
+    );
+    assert_eq!(
+        app.count("SELECT sum(event_count) FROM sessions").await,
+        total as i64
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM observations_fts").await,
+        total as i64
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -238,26 +349,50 @@ async fn one_hook_event_is_one_trace_from_hook_through_ingest() {
         .unwrap();
     let client = app.client().await;
     crate::harness::wait_until(Duration::from_secs(30), || async {
-        client.request(proto::subjects::health_subject("ingest"), proto::HealthRequest {}.encode_to_vec().into()).await.is_ok()
+        client
+            .request(
+                proto::subjects::health_subject("ingest"),
+                proto::HealthRequest {}.encode_to_vec().into(),
+            )
+            .await
+            .is_ok()
     })
     .await
     .expect("mneme-ingest did not become healthy");
     let payload = serde_json::json!({"hook_event_name": "PostToolUse", "session_id": "trace", "cwd": "/tmp",
         "tool_name": "Bash", "tool_use_id": "toolu_trace", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a"}});
     assert!(app.hook(payload.to_string().as_bytes()).0.status.success());
-    assert_eq!(app.wait_for_count("SELECT count(*) FROM observations", 1, Duration::from_secs(30)).await, 1);
+    assert_eq!(
+        app.wait_for_count(
+            "SELECT count(*) FROM observations",
+            1,
+            Duration::from_secs(30)
+        )
+        .await,
+        1
+    );
     let store = app.store().await;
-    let (event_id,): (String,) = sqlx::query_as("SELECT event_id FROM observations").fetch_one(store.pool()).await.unwrap();
+    let (event_id,): (String,) = sqlx::query_as("SELECT event_id FROM observations")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
 
     let js = async_nats::jetstream::new(client);
     let stream = js.get_stream(proto::subjects::INGEST_STREAM).await.unwrap();
     let message = stream.get_raw_message(1).await.unwrap();
     let stored = proto::ObservationStored::decode(message.payload.clone()).unwrap();
     assert_eq!(stored.event_id, event_id);
-    let traceparent = message.headers.get(proto::subjects::TRACEPARENT_HEADER).expect("ingest forwards the trace context").to_string();
+    let traceparent = message
+        .headers
+        .get(proto::subjects::TRACEPARENT_HEADER)
+        .expect("ingest forwards the trace context")
+        .to_string();
     let parts: Vec<&str> = traceparent.split('-').collect();
     assert_eq!(parts.len(), 4, "{traceparent}");
-    assert_eq!(parts[1], event_id, "the trace the hook started (its id is the event id) continues through ingest");
+    assert_eq!(
+        parts[1], event_id,
+        "the trace the hook started (its id is the event id) continues through ingest"
+    );
     ingest.kill().unwrap();
     ingest.wait().unwrap();
 }

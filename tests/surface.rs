@@ -7,7 +7,10 @@ use std::time::Duration;
 
 fn event(name: &str, session: &str, cwd: &str, extra: Value) -> Vec<u8> {
     let mut payload = json!({"hook_event_name": name, "session_id": session, "cwd": cwd, "transcript_path": "/tmp/t.jsonl"});
-    payload.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    payload
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
     payload.to_string().into_bytes()
 }
 
@@ -21,44 +24,122 @@ async fn session_start_and_prompts_get_context_from_earlier_sessions() {
     let cwd = cwd.to_str().unwrap();
 
     // A first session with nothing before it gets no context at all.
-    let (output, _) = app.hook(&event("SessionStart", "one", cwd, json!({"source": "startup"})));
+    let (output, _) = app.hook(&event(
+        "SessionStart",
+        "one",
+        cwd,
+        json!({"source": "startup"}),
+    ));
     assert!(output.status.success());
-    assert!(output.stdout.is_empty(), "nothing to say yet, but got {}", String::from_utf8_lossy(&output.stdout));
-    app.hook(&event("UserPromptSubmit", "one", cwd, json!({"prompt": "fix the flaky websocket reconnect test"})));
+    assert!(
+        output.stdout.is_empty(),
+        "nothing to say yet, but got {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    app.hook(&event(
+        "UserPromptSubmit",
+        "one",
+        cwd,
+        json!({"prompt": "fix the flaky websocket reconnect test"}),
+    ));
     app.hook(&event("PostToolUse", "one", cwd, json!({"tool_name": "Bash", "tool_use_id": "t1",
         "tool_input": {"command": "cargo test reconnect"}, "tool_response": {"stdout": "websocket reconnect backoff fixed"}})));
     app.hook(&event("SessionEnd", "one", cwd, json!({"reason": "other"})));
-    assert_eq!(app.wait_for_count("SELECT count(*) FROM observations", 4, Duration::from_secs(30)).await, 4);
+    assert_eq!(
+        app.wait_for_count(
+            "SELECT count(*) FROM observations",
+            4,
+            Duration::from_secs(30)
+        )
+        .await,
+        4
+    );
 
-    let (output, _) = app.hook(&event("SessionStart", "two", cwd, json!({"source": "startup"})));
+    let (output, _) = app.hook(&event(
+        "SessionStart",
+        "two",
+        cwd,
+        json!({"source": "startup"}),
+    ));
     assert!(output.status.success());
-    let out: Value = serde_json::from_slice(&output.stdout).expect("session start prints claude code's json");
+    let out: Value =
+        serde_json::from_slice(&output.stdout).expect("session start prints claude code's json");
     assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
-    let context = out["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
-    assert!(context.contains("fix the flaky websocket reconnect test"), "{context}");
+    let context = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.contains("fix the flaky websocket reconnect test"),
+        "{context}"
+    );
 
-    let (output, _) = app.hook(&event("UserPromptSubmit", "two", cwd, json!({"prompt": "the websocket reconnect is flaky again"})));
+    let (output, _) = app.hook(&event(
+        "UserPromptSubmit",
+        "two",
+        cwd,
+        json!({"prompt": "the websocket reconnect is flaky again"}),
+    ));
     let out: Value = serde_json::from_slice(&output.stdout).expect("a related prompt gets context");
-    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
-    assert!(out["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("reconnect"));
+    assert_eq!(
+        out["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("reconnect")
+    );
 
-    let (output, _) = app.hook(&event("UserPromptSubmit", "two", cwd, json!({"prompt": "update the changelog wording"})));
-    assert!(output.stdout.is_empty(), "unrelated prompt must inject nothing: {}", String::from_utf8_lossy(&output.stdout));
+    let (output, _) = app.hook(&event(
+        "UserPromptSubmit",
+        "two",
+        cwd,
+        json!({"prompt": "update the changelog wording"}),
+    ));
+    assert!(
+        output.stdout.is_empty(),
+        "unrelated prompt must inject nothing: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
 
     // Another project's memory never leaks in.
     let other = tempfile::tempdir().unwrap();
-    let (output, _) = app.hook(&event("SessionStart", "three", other.path().to_str().unwrap(), json!({"source": "startup"})));
+    let (output, _) = app.hook(&event(
+        "SessionStart",
+        "three",
+        other.path().to_str().unwrap(),
+        json!({"source": "startup"}),
+    ));
     assert!(output.stdout.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_search_work_from_the_cli() {
     let app = App::start().await;
-    app.hook(&event("UserPromptSubmit", "cli", "/tmp/cli", json!({"prompt": "migrate the billing service to postgres"})));
-    app.hook(&event("UserPromptSubmit", "cli", "/tmp/cli", json!({"prompt": "修复数据库连接池的超时错误"})));
+    app.hook(&event(
+        "UserPromptSubmit",
+        "cli",
+        "/tmp/cli",
+        json!({"prompt": "migrate the billing service to postgres"}),
+    ));
+    app.hook(&event(
+        "UserPromptSubmit",
+        "cli",
+        "/tmp/cli",
+        json!({"prompt": "修复数据库连接池的超时错误"}),
+    ));
     app.hook(&event("PostToolUseFailure", "cli", "/tmp/cli", json!({"tool_name": "Bash", "tool_use_id": "t9",
         "tool_input": {"command": "psql -c 'select 1'"}, "error": "connection refused on port 5432"})));
-    assert_eq!(app.wait_for_count("SELECT count(*) FROM observations", 3, Duration::from_secs(30)).await, 3);
+    assert_eq!(
+        app.wait_for_count(
+            "SELECT count(*) FROM observations",
+            3,
+            Duration::from_secs(30)
+        )
+        .await,
+        3
+    );
 
     let output = app.mneme(&["status", "--json"]);
     assert!(output.status.success(), "{output:?}");
@@ -77,22 +158,47 @@ async fn status_and_search_work_from_the_cli() {
         serde_json::from_slice(&output.stdout).unwrap()
     };
     let hits = search("billing postgres");
-    assert_eq!(hits["hits"][0]["title"], "migrate the billing service to postgres");
+    assert_eq!(
+        hits["hits"][0]["title"],
+        "migrate the billing service to postgres"
+    );
     let hits = search("数据库");
     assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
-    assert!(hits["hits"][0]["title"].as_str().unwrap().contains("数据库连接池"));
+    assert!(
+        hits["hits"][0]["title"]
+            .as_str()
+            .unwrap()
+            .contains("数据库连接池")
+    );
     let hits = search("refused");
     assert_eq!(hits["hits"][0]["kind"], "tool_failure");
     assert!(search("kubernetes")["hits"].as_array().unwrap().is_empty());
     // FTS operators in a query are text, not syntax.
-    assert!(app.mneme(&["search", "NEAR(\"x", "--json"]).status.success());
+    assert!(
+        app.mneme(&["search", "NEAR(\"x", "--json"])
+            .status
+            .success()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_reads_the_store_when_retrieval_is_down() {
     let mut app = App::start().await;
-    app.hook(&event("UserPromptSubmit", "down", "/tmp/down", json!({"prompt": "rotate the signing keys"})));
-    assert_eq!(app.wait_for_count("SELECT count(*) FROM observations", 1, Duration::from_secs(30)).await, 1);
+    app.hook(&event(
+        "UserPromptSubmit",
+        "down",
+        "/tmp/down",
+        json!({"prompt": "rotate the signing keys"}),
+    ));
+    assert_eq!(
+        app.wait_for_count(
+            "SELECT count(*) FROM observations",
+            1,
+            Duration::from_secs(30)
+        )
+        .await,
+        1
+    );
     app.stop_services().await;
     let output = app.mneme(&["search", "signing", "--json"]);
     assert!(output.status.success(), "{output:?}");
@@ -120,22 +226,74 @@ fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
         String::from_utf8(output.stdout).unwrap()
     };
     let dir = project.path().to_str().unwrap();
-    let first = mneme(&["hooks", "install", "--agent", "claude-code", "--scope", "project", "--project-dir", dir]);
+    let first = mneme(&[
+        "hooks",
+        "install",
+        "--agent",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        dir,
+    ]);
     assert!(first.contains("installed"), "{first}");
-    let installed: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let installed: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(installed["model"], "opus");
-    for event in ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact", "PostCompact", "SessionEnd", "Stop"] {
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PreCompact",
+        "PostCompact",
+        "SessionEnd",
+        "Stop",
+    ] {
         let text = installed["hooks"][event].to_string();
-        assert!(text.contains("mneme-hook") && text.contains("claude-code"), "{event}: {text}");
+        assert!(
+            text.contains("mneme-hook") && text.contains("claude-code"),
+            "{event}: {text}"
+        );
     }
     assert!(installed["hooks"]["Stop"].to_string().contains("say done"));
     let bytes = std::fs::read(&settings).unwrap();
-    let second = mneme(&["hooks", "install", "--agent", "claude-code", "--scope", "project", "--project-dir", dir]);
+    let second = mneme(&[
+        "hooks",
+        "install",
+        "--agent",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        dir,
+    ]);
     assert!(second.contains("nothing changed"), "{second}");
     assert_eq!(std::fs::read(&settings).unwrap(), bytes);
-    assert!(mneme(&["hooks", "status", "--scope", "project", "--project-dir", dir]).contains("SessionStart"));
-    mneme(&["hooks", "uninstall", "--agent", "claude-code", "--scope", "project", "--project-dir", dir]);
-    let restored: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert!(
+        mneme(&[
+            "hooks",
+            "status",
+            "--scope",
+            "project",
+            "--project-dir",
+            dir
+        ])
+        .contains("SessionStart")
+    );
+    mneme(&[
+        "hooks",
+        "uninstall",
+        "--agent",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        dir,
+    ]);
+    let restored: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(restored, original);
 }
 
@@ -143,7 +301,11 @@ fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
 fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
     use std::io::BufRead as _;
     let home = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut up = std::process::Command::new(crate::harness::binary("mneme"))
         .arg("up")
         .env_remove("MNEME_NATS_URL")
@@ -154,14 +316,24 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
         .spawn()
         .unwrap();
     let mut first_line = String::new();
-    std::io::BufReader::new(up.stdout.take().unwrap()).read_line(&mut first_line).unwrap();
+    std::io::BufReader::new(up.stdout.take().unwrap())
+        .read_line(&mut first_line)
+        .unwrap();
     assert!(first_line.starts_with("mneme is up"), "{first_line}");
     let url = format!("nats://127.0.0.1:{port}");
-    let env = [("MNEME_NATS_URL", url.as_str()), ("MNEME_HOME", home.path().to_str().unwrap())];
+    let env = [
+        ("MNEME_NATS_URL", url.as_str()),
+        ("MNEME_HOME", home.path().to_str().unwrap()),
+    ];
 
     // The services need a moment to create their streams; the hook spools until then and the
     // spool is drained by the next run or by `mneme up` itself.
-    let payload = event("UserPromptSubmit", "up", "/tmp/up", json!({"prompt": "remember the up command"}));
+    let payload = event(
+        "UserPromptSubmit",
+        "up",
+        "/tmp/up",
+        json!({"prompt": "remember the up command"}),
+    );
     let mut hook = std::process::Command::new(crate::harness::binary("mneme-hook"))
         .arg("claude-code")
         .envs(env)
@@ -172,13 +344,20 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
     assert!(hook.wait().unwrap().success());
 
     let status = || -> Value {
-        let output = std::process::Command::new(crate::harness::binary("mneme")).args(["status", "--json"]).envs(env).output().unwrap();
+        let output = std::process::Command::new(crate::harness::binary("mneme"))
+            .args(["status", "--json"])
+            .envs(env)
+            .output()
+            .unwrap();
         serde_json::from_slice(&output.stdout).unwrap()
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let mut last = status();
     while last["observations"] != 1 || last["services"]["retrieval"]["ok"] != true {
-        assert!(std::time::Instant::now() < deadline, "mneme up never stored the event: {last}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "mneme up never stored the event: {last}"
+        );
         std::thread::sleep(Duration::from_millis(200));
         last = status();
     }
@@ -186,15 +365,24 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
     assert_eq!(last["spooled"], 0);
 
     // SIGTERM: everything stops, the local nats-server included.
-    std::process::Command::new("kill").args(["-TERM", &up.id().to_string()]).status().unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &up.id().to_string()])
+        .status()
+        .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     let code = loop {
         if let Some(code) = up.try_wait().unwrap() {
             break code;
         }
-        assert!(std::time::Instant::now() < deadline, "mneme up did not stop on sigterm");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "mneme up did not stop on sigterm"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(code.success(), "mneme up exited with {code}");
-    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "the local nats-server is still running");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the local nats-server is still running"
+    );
 }

@@ -39,7 +39,10 @@ pub fn new_event_id() -> String {
 
 /// Whether `id` has the shape [`new_event_id`] produces.
 pub fn is_valid_event_id(id: &str) -> bool {
-    id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl Agent {

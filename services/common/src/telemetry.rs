@@ -51,15 +51,16 @@ pub fn init(service: &str, log_format: &str, otel_endpoint: Option<&str>) -> Tel
 
     // Spans always get W3C ids, so trace context is carried across NATS even when nothing is
     // exported; the exporter is added only when an endpoint is configured.
-    let exporter = otel_endpoint.filter(|e| !e.is_empty()).and_then(|endpoint| {
-        match build_exporter(endpoint) {
-            Ok(exporter) => Some(exporter),
-            Err(error) => {
-                eprintln!("mneme: opentelemetry export disabled: {error}");
-                None
-            }
-        }
-    });
+    let exporter =
+        otel_endpoint
+            .filter(|e| !e.is_empty())
+            .and_then(|endpoint| match build_exporter(endpoint) {
+                Ok(exporter) => Some(exporter),
+                Err(error) => {
+                    eprintln!("mneme: opentelemetry export disabled: {error}");
+                    None
+                }
+            });
     let mut builder = SdkTracerProvider::builder().with_resource(
         opentelemetry_sdk::Resource::builder()
             .with_service_name(format!("mneme-{service}"))

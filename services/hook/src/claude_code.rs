@@ -74,7 +74,10 @@ fn parse_object(input: &[u8]) -> Result<Map<String, Value>, String> {
         .map_err(|e| format!("payload is not valid utf-8 at byte {}", e.valid_up_to()))?;
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => Ok(object),
-        Ok(other) => Err(format!("payload is a json {}, not an object", type_name(&other))),
+        Ok(other) => Err(format!(
+            "payload is a json {}, not an object",
+            type_name(&other)
+        )),
         Err(e) if e.to_string().contains("recursion limit") => {
             Err("payload nests deeper than 128 levels".to_owned())
         }
@@ -115,12 +118,18 @@ fn take_i64(object: &mut Map<String, Value>, key: &str) -> i64 {
 
 /// Shorten every string longer than the sanitizer's limit inside `value` to a head and a tail,
 /// keeping the JSON valid; returns the largest string's original size when any was shortened.
-fn shorten_strings(value: &mut Value, sanitizer: &sanitize::Sanitizer) -> Option<sanitize::Truncation> {
+fn shorten_strings(
+    value: &mut Value,
+    sanitizer: &sanitize::Sanitizer,
+) -> Option<sanitize::Truncation> {
     let mut largest: Option<sanitize::Truncation> = None;
     let mut visit = |s: &mut String| {
         if let (short, Some(t)) = sanitizer.truncate(s) {
             *s = short;
-            if largest.as_ref().is_none_or(|l| l.original_chars < t.original_chars) {
+            if largest
+                .as_ref()
+                .is_none_or(|l| l.original_chars < t.original_chars)
+            {
                 largest = Some(t);
             }
         }
@@ -156,7 +165,13 @@ fn fill(event: &mut Event, object: &mut Map<String, Value>, sanitizer: &sanitize
         let mut response = object.remove("tool_response").unwrap_or(Value::Null);
         shorten_strings(&mut input, sanitizer);
         let original = shorten_strings(&mut response, sanitizer);
-        let json = |v: Value| if v.is_null() { String::new() } else { v.to_string() };
+        let json = |v: Value| {
+            if v.is_null() {
+                String::new()
+            } else {
+                v.to_string()
+            }
+        };
         proto::ToolCall {
             tool_name: take_str(object, "tool_name"),
             tool_use_id: take_str(object, "tool_use_id"),
@@ -356,7 +371,8 @@ mod tests {
 
     #[test]
     fn unknown_events_are_kept_whole() {
-        let event = normalise_str(r#"{"hook_event_name":"FileChanged","session_id":"s","file_path":"/a"}"#);
+        let event =
+            normalise_str(r#"{"hook_event_name":"FileChanged","session_id":"s","file_path":"/a"}"#);
         let Some(Payload::Unknown(unknown)) = &event.payload else {
             panic!("{event:?}")
         };
@@ -379,7 +395,11 @@ mod tests {
             let Some(Payload::Invalid(invalid)) = &event.payload else {
                 panic!("{event:?}")
             };
-            assert!(invalid.reason.contains(reason), "{} vs {reason}", invalid.reason);
+            assert!(
+                invalid.reason.contains(reason),
+                "{} vs {reason}",
+                invalid.reason
+            );
         }
     }
 
@@ -403,7 +423,9 @@ mod tests {
         let out = render_context(&start, &"é".repeat(20_000)).unwrap();
         let value: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(value["hookSpecificOutput"]["hookEventName"], "SessionStart");
-        let text = value["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+        let text = value["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap();
         assert_eq!(text.chars().count(), MAX_CONTEXT_CHARS);
         assert_eq!(render_context(&start, "  "), None);
         let tool = normalise_str(r#"{"hook_event_name":"PostToolUse","session_id":"s"}"#);

@@ -47,13 +47,22 @@ pub fn main(host: &str) {
 }
 
 /// Run the hook on `input`, writing the host's output (if any) to `out`.
-pub fn run(config: &HookConfig, host: &str, input: Result<Vec<u8>, String>, out: &mut impl Write) -> Outcome {
+pub fn run(
+    config: &HookConfig,
+    host: &str,
+    input: Result<Vec<u8>, String>,
+    out: &mut impl Write,
+) -> Outcome {
     if config.disabled {
         return Outcome::Disabled;
     }
     let sanitizer = match sanitize::Sanitizer::new(&sanitize::Config::default()) {
         Ok(sanitizer) => sanitizer,
-        Err(error) => return Outcome::Failed { reason: format!("sanitizer: {error}") },
+        Err(error) => {
+            return Outcome::Failed {
+                reason: format!("sanitizer: {error}"),
+            };
+        }
     };
     let mut event = match (host, input) {
         ("claude-code" | "claude", Ok(input)) => claude_code::normalise(&input, &sanitizer),
@@ -100,11 +109,15 @@ async fn deliver(config: &HookConfig, event: &Event) -> (Outcome, Option<String>
         if spool.has_pending() {
             // Older events are waiting: queue behind them so each session stays in order.
             if let Err(error) = spool.write(&event.id, &event.encode_to_vec()) {
-                return Outcome::Failed { reason: format!("spool write: {error}") };
+                return Outcome::Failed {
+                    reason: format!("spool write: {error}"),
+                };
             }
             match replay(config, &jetstream, &spool).await {
                 Ok(replayed) if !spool.has_pending() => Outcome::Published { replayed },
-                Ok(_) => Outcome::Spooled { reason: "replay budget spent or another replay running".to_owned() },
+                Ok(_) => Outcome::Spooled {
+                    reason: "replay budget spent or another replay running".to_owned(),
+                },
                 Err(reason) => Outcome::Spooled { reason },
             }
         } else {
@@ -156,7 +169,10 @@ async fn publish(
 ) -> Result<(), String> {
     let mut headers = async_nats::HeaderMap::new();
     headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
-    headers.insert(proto::subjects::TRACEPARENT_HEADER, traceparent(event).as_str());
+    headers.insert(
+        proto::subjects::TRACEPARENT_HEADER,
+        traceparent(event).as_str(),
+    );
     let send = async {
         jetstream
             .publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
@@ -199,7 +215,13 @@ async fn replay(
                     // A damaged file must not block every later event; keep it aside for a human.
                     let aside = path.with_extension("corrupt");
                     let _ = std::fs::rename(&path, &aside);
-                    log(config, &format!("spool file {} is damaged ({error}); moved aside", path.display()));
+                    log(
+                        config,
+                        &format!(
+                            "spool file {} is damaged ({error}); moved aside",
+                            path.display()
+                        ),
+                    );
                     continue;
                 }
             }
@@ -223,9 +245,15 @@ pub async fn drain_spool(config: &HookConfig) -> Result<usize, String> {
 }
 
 /// Ask retrieval for context within the budget; `None` on any failure or silence.
-async fn fetch_context(config: &HookConfig, client: &async_nats::Client, event: &Event) -> Option<String> {
+async fn fetch_context(
+    config: &HookConfig,
+    client: &async_nats::Client,
+    event: &Event,
+) -> Option<String> {
     let (moment, prompt) = match &event.payload {
-        Some(Payload::SessionStart(_)) => (proto::context_request::Moment::SessionStart, String::new()),
+        Some(Payload::SessionStart(_)) => {
+            (proto::context_request::Moment::SessionStart, String::new())
+        }
         Some(Payload::Prompt(p)) => (proto::context_request::Moment::Prompt, p.text.clone()),
         _ => return None,
     };
@@ -238,13 +266,19 @@ async fn fetch_context(config: &HookConfig, client: &async_nats::Client, event: 
         max_chars: claude_code::MAX_CONTEXT_CHARS as u32,
     };
     let mut headers = async_nats::HeaderMap::new();
-    headers.insert(proto::subjects::TRACEPARENT_HEADER, traceparent(event).as_str());
+    headers.insert(
+        proto::subjects::TRACEPARENT_HEADER,
+        traceparent(event).as_str(),
+    );
     let ask = client.request_with_headers(
         proto::subjects::RETRIEVAL_CONTEXT,
         headers,
         request.encode_to_vec().into(),
     );
-    let reply = tokio::time::timeout(config.context_timeout, ask).await.ok()?.ok()?;
+    let reply = tokio::time::timeout(config.context_timeout, ask)
+        .await
+        .ok()?
+        .ok()?;
     let reply = proto::ContextReply::decode(reply.payload).ok()?;
     Some(reply.text).filter(|t| !t.trim().is_empty())
 }
@@ -257,8 +291,12 @@ fn traceparent(event: &Event) -> String {
 
 fn spool_or_fail(config: &HookConfig, event: &Event, reason: &str) -> Outcome {
     match Spool::new(&config.spool_dir).write(&event.id, &event.encode_to_vec()) {
-        Ok(_) => Outcome::Spooled { reason: reason.to_owned() },
-        Err(error) => Outcome::Failed { reason: format!("{reason}; spool write failed: {error}") },
+        Ok(_) => Outcome::Spooled {
+            reason: reason.to_owned(),
+        },
+        Err(error) => Outcome::Failed {
+            reason: format!("{reason}; spool write failed: {error}"),
+        },
     }
 }
 
@@ -273,7 +311,10 @@ fn fit(event: &mut Event, sanitizer: &sanitize::Sanitizer) {
         // Many fields each under the limit can still add up; cut them all hard.
         for_each_large_field(event, |field| {
             if field.len() > 16 * 1024 {
-                let cut = field.char_indices().nth(16 * 1024).map_or(field.len(), |(i, _)| i);
+                let cut = field
+                    .char_indices()
+                    .nth(16 * 1024)
+                    .map_or(field.len(), |(i, _)| i);
                 field.truncate(cut);
                 field.push_str("\n[… truncated by mneme-hook to fit one message …]");
             }

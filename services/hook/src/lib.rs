@@ -13,6 +13,6 @@
 pub mod claude_code;
 pub mod client;
 pub mod config;
-pub mod spool;
 pub mod install;
+pub mod spool;
 pub mod transcript;

@@ -2,7 +2,9 @@
 //! Always exits 0 so the agent is never blocked or broken by memory capture.
 
 fn main() {
-    let host = std::env::args().nth(1).unwrap_or_else(|| "claude-code".to_owned());
+    let host = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "claude-code".to_owned());
     if host == "--version" || host == "-V" {
         println!("mneme-hook {}", env!("CARGO_PKG_VERSION"));
         return;

@@ -76,9 +76,7 @@ impl Spool {
     /// Whether any event is waiting. Cheaper than [`Spool::pending`]: stops at the first file.
     pub fn has_pending(&self) -> bool {
         fs::read_dir(&self.dir).is_ok_and(|mut entries| {
-            entries.any(|e| {
-                e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == EXTENSION))
-            })
+            entries.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == EXTENSION)))
         })
     }
 

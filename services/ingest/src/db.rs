@@ -26,10 +26,11 @@ pub async fn store_event(
     dedup_window_ms: i64,
     now_ms: i64,
 ) -> sqlx::Result<Stored> {
-    if let Some((id,)) = sqlx::query_as::<_, (i64,)>("SELECT id FROM observations WHERE event_id = ?")
-        .bind(&obs.event_id)
-        .fetch_optional(&mut *tx)
-        .await?
+    if let Some((id,)) =
+        sqlx::query_as::<_, (i64,)>("SELECT id FROM observations WHERE event_id = ?")
+            .bind(&obs.event_id)
+            .fetch_optional(&mut *tx)
+            .await?
     {
         return Ok(Stored::Again(id));
     }
@@ -85,7 +86,11 @@ pub async fn store_event(
     upsert_session(tx, event, obs).await?;
 
     if let Some(Payload::PreCompact(c) | Payload::PostCompact(c)) = &event.payload {
-        let phase = if matches!(event.payload, Some(Payload::PreCompact(_))) { "pre" } else { "post" };
+        let phase = if matches!(event.payload, Some(Payload::PreCompact(_))) {
+            "pre"
+        } else {
+            "post"
+        };
         sqlx::query(
             "INSERT OR IGNORE INTO compactions (event_id, session_id, project, phase, trigger,
                  custom_instructions, summary, tokens_before, tokens_after, occurred_at)
@@ -97,8 +102,16 @@ pub async fn store_event(
         .bind(phase)
         .bind(&c.trigger)
         // The observation holds the sanitised text; the compaction row reuses it.
-        .bind(if phase == "pre" { obs.body.as_str() } else { "" })
-        .bind(if phase == "post" { obs.body.as_str() } else { "" })
+        .bind(if phase == "pre" {
+            obs.body.as_str()
+        } else {
+            ""
+        })
+        .bind(if phase == "post" {
+            obs.body.as_str()
+        } else {
+            ""
+        })
         .bind((c.tokens_before > 0).then_some(c.tokens_before))
         .bind((c.tokens_after > 0).then_some(c.tokens_after))
         .bind(event.occurred_at_ms)
@@ -108,7 +121,11 @@ pub async fn store_event(
     Ok(Stored::New(id))
 }
 
-async fn upsert_session(tx: &mut SqliteConnection, event: &Event, obs: &Observation) -> sqlx::Result<()> {
+async fn upsert_session(
+    tx: &mut SqliteConnection,
+    event: &Event,
+    obs: &Observation,
+) -> sqlx::Result<()> {
     let is_prompt = i64::from(obs.kind == "prompt");
     let is_tool = i64::from(matches!(obs.kind, "post_tool" | "tool_failure"));
     let is_error = i64::from(obs.kind == "tool_failure");

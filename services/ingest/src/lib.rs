@@ -79,7 +79,11 @@ impl Default for IngestArgs {
 pub const SERVICE: &str = "ingest";
 
 /// Run ingest until `shutdown` is cancelled; in-flight messages are finished and acked first.
-pub async fn run(common: CommonArgs, args: IngestArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(
+    common: CommonArgs,
+    args: IngestArgs,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let mut config = sanitize::Config::default();
     if let Some(globs) = &args.exclude_globs {
         config.exclude_globs = globs.iter().filter(|g| !g.is_empty()).cloned().collect();
@@ -91,7 +95,8 @@ pub async fn run(common: CommonArgs, args: IngestArgs, shutdown: CancellationTok
     let store = store::Store::open(&db_path)
         .await
         .with_context(|| format!("opening store {}", db_path.display()))?;
-    let client = common::nats::connect(&common, SERVICE, std::time::Duration::from_secs(30)).await?;
+    let client =
+        common::nats::connect(&common, SERVICE, std::time::Duration::from_secs(30)).await?;
     let result = worker::Worker::new(client.clone(), store.clone(), sanitizer, args)
         .run(shutdown)
         .await;

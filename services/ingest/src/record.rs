@@ -36,7 +36,14 @@ pub struct Observation {
 /// Input keys that name the file a tool works on.
 const PATH_KEYS: [&str; 5] = ["file_path", "path", "notebook_path", "filePath", "filename"];
 /// Input keys that carry file content, dropped with the output when the file is excluded.
-const CONTENT_KEYS: [&str; 6] = ["content", "old_string", "new_string", "edits", "new_source", "text"];
+const CONTENT_KEYS: [&str; 6] = [
+    "content",
+    "old_string",
+    "new_string",
+    "edits",
+    "new_source",
+    "text",
+];
 
 /// Build the observation for `event`, sanitising every piece of text on the way.
 pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
@@ -47,7 +54,10 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
     let mut input = None;
     let mut output = None;
     let (title, body) = match &event.payload {
-        Some(Payload::SessionStart(s)) => (format!("session started ({})", or(&s.source, "startup")), String::new()),
+        Some(Payload::SessionStart(s)) => (
+            format!("session started ({})", or(&s.source, "startup")),
+            String::new(),
+        ),
         Some(Payload::Prompt(p)) => {
             let text = clean(sanitizer, &mut report, &p.text);
             (first_line(&text), text)
@@ -60,10 +70,16 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
             output = tool.output;
             (tool.title, tool.body)
         }
-        Some(Payload::SubagentStart(s)) => (format!("subagent {} started", or(&s.agent_type, &s.agent_id)), String::new()),
+        Some(Payload::SubagentStart(s)) => (
+            format!("subagent {} started", or(&s.agent_type, &s.agent_id)),
+            String::new(),
+        ),
         Some(Payload::SubagentStop(s)) => {
             let text = clean(sanitizer, &mut report, &s.last_message);
-            (format!("subagent {} finished", or(&s.agent_type, &s.agent_id)), text)
+            (
+                format!("subagent {} finished", or(&s.agent_type, &s.agent_id)),
+                text,
+            )
         }
         Some(Payload::PreCompact(c)) => (
             format!("context compaction starting ({})", or(&c.trigger, "auto")),
@@ -74,10 +90,17 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
             clean(sanitizer, &mut report, &c.summary),
         ),
         Some(Payload::Stop(s)) => {
-            let title = if s.error.is_empty() { "turn ended".to_owned() } else { format!("turn failed: {}", clean(sanitizer, &mut report, &s.error)) };
+            let title = if s.error.is_empty() {
+                "turn ended".to_owned()
+            } else {
+                format!("turn failed: {}", clean(sanitizer, &mut report, &s.error))
+            };
             (title, clean(sanitizer, &mut report, &s.last_message))
         }
-        Some(Payload::SessionEnd(s)) => (format!("session ended ({})", or(&s.reason, "other")), String::new()),
+        Some(Payload::SessionEnd(s)) => (
+            format!("session ended ({})", or(&s.reason, "other")),
+            String::new(),
+        ),
         Some(Payload::Notification(n)) => {
             let message = clean(sanitizer, &mut report, &n.message);
             (first_line(&message), message)
@@ -89,11 +112,17 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
             (format!("{} event", or(&event.host_event, "unknown")), body)
         }
         // Invalid payloads never reach this point: the worker dead-letters them.
-        Some(Payload::Invalid(_)) | None => (format!("{} event", or(&event.host_event, "unknown")), String::new()),
+        Some(Payload::Invalid(_)) | None => (
+            format!("{} event", or(&event.host_event, "unknown")),
+            String::new(),
+        ),
     };
     if !event.extra_json.is_empty() {
         let extra = clean_json_text(&event.extra_json, sanitizer, &mut report);
-        meta.insert("host_fields".into(), serde_json::from_str(&extra).unwrap_or(Value::String(extra)));
+        meta.insert(
+            "host_fields".into(),
+            serde_json::from_str(&extra).unwrap_or(Value::String(extra)),
+        );
     }
     let title = cut(&clean(sanitizer, &mut report, &title), MAX_TITLE_CHARS);
     let body = cut(&body, MAX_BODY_CHARS);
@@ -104,7 +133,10 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
         meta.insert("private_blocks".into(), json!(report.private_blocks));
     }
     if report.system_tags_stripped > 0 {
-        meta.insert("system_tags_stripped".into(), json!(report.system_tags_stripped));
+        meta.insert(
+            "system_tags_stripped".into(),
+            json!(report.system_tags_stripped),
+        );
     }
     let kind = event.kind();
     // The hook hashes the raw payload; events from elsewhere are hashed on their clean content.
@@ -112,16 +144,16 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
         event.content_hash.clone()
     } else {
         sanitize::content_hash(&[
-        &event.session_id,
-        &event.host_event,
-        &event.subagent_id,
-        kind,
-        &tool_name,
-        &tool_use_id,
-        &title,
-        &body,
-        input.as_deref().unwrap_or(""),
-        output.as_deref().unwrap_or(""),
+            &event.session_id,
+            &event.host_event,
+            &event.subagent_id,
+            kind,
+            &tool_name,
+            &tool_use_id,
+            &title,
+            &body,
+            input.as_deref().unwrap_or(""),
+            output.as_deref().unwrap_or(""),
         ])
     };
     Observation {
@@ -247,7 +279,15 @@ fn summarise_input(tool: &str, input: &Value) -> String {
         "WebFetch" => &["url"],
         "WebSearch" => &["query"],
         "Task" | "Agent" => &["description", "prompt"],
-        _ => &["command", "file_path", "path", "pattern", "query", "url", "description"],
+        _ => &[
+            "command",
+            "file_path",
+            "path",
+            "pattern",
+            "query",
+            "url",
+            "description",
+        ],
     };
     keys.iter().find_map(|k| field(k)).unwrap_or_default()
 }
@@ -266,7 +306,9 @@ fn excluded_path(tool: &str, input: &Value, sanitizer: &Sanitizer) -> Option<Str
     {
         // A shell command that names an excluded file (`cat .env`) may print its content.
         return command
-            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '\'' | '"'))
+            .split(|c: char| {
+                c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '\'' | '"')
+            })
             .find(|word| !word.is_empty() && sanitizer.is_excluded_path(word))
             .map(str::to_owned);
     }
@@ -327,7 +369,10 @@ fn flatten_json(value: &Value) -> String {
 }
 
 fn first_line(text: &str) -> String {
-    cut(text.trim().lines().next().unwrap_or_default(), MAX_TITLE_CHARS)
+    cut(
+        text.trim().lines().next().unwrap_or_default(),
+        MAX_TITLE_CHARS,
+    )
 }
 
 fn cut(text: &str, max: usize) -> String {
@@ -355,7 +400,11 @@ mod tests {
             tool_use_id: "t1".into(),
             input_json: input.into(),
             response_json: response.into(),
-            error: if kind == "tool_failure" { response.into() } else { String::new() },
+            error: if kind == "tool_failure" {
+                response.into()
+            } else {
+                String::new()
+            },
             ..Default::default()
         };
         let payload = match kind {
@@ -376,15 +425,29 @@ mod tests {
     #[test]
     fn tool_calls_get_a_title_body_and_output() {
         let obs = build_observation(
-            &tool_event("post_tool", "Bash", r#"{"command":"cargo test","description":"run tests"}"#, r#"{"stdout":"test result: ok","stderr":""}"#),
+            &tool_event(
+                "post_tool",
+                "Bash",
+                r#"{"command":"cargo test","description":"run tests"}"#,
+                r#"{"stdout":"test result: ok","stderr":""}"#,
+            ),
             &sanitizer(),
         );
         assert_eq!(obs.kind, "post_tool");
         assert_eq!(obs.title, "Bash: cargo test");
-        assert!(obs.body.contains("run tests") && obs.body.contains("test result: ok"), "{}", obs.body);
+        assert!(
+            obs.body.contains("run tests") && obs.body.contains("test result: ok"),
+            "{}",
+            obs.body
+        );
         assert_eq!(obs.output.as_deref(), Some("test result: ok"));
         let failed = build_observation(
-            &tool_event("tool_failure", "Bash", r#"{"command":"cargo build"}"#, "error[E0425]: cannot find value"),
+            &tool_event(
+                "tool_failure",
+                "Bash",
+                r#"{"command":"cargo build"}"#,
+                "error[E0425]: cannot find value",
+            ),
             &sanitizer(),
         );
         assert_eq!(failed.title, "Bash failed: cargo build");
@@ -394,18 +457,36 @@ mod tests {
     #[test]
     fn excluded_files_keep_the_call_but_not_the_content() {
         let read = build_observation(
-            &tool_event("post_tool", "Read", r#"{"file_path":"/app/.env.local"}"#, r#"{"file":{"content":"DB_HOST=internal"}}"#),
+            &tool_event(
+                "post_tool",
+                "Read",
+                r#"{"file_path":"/app/.env.local"}"#,
+                r#"{"file":{"content":"DB_HOST=internal"}}"#,
+            ),
             &sanitizer(),
         );
-        assert!(!read.body.contains("internal") && !read.output.as_deref().unwrap().contains("internal"));
+        assert!(
+            !read.body.contains("internal")
+                && !read.output.as_deref().unwrap().contains("internal")
+        );
         assert_eq!(read.meta["excluded"], "/app/.env.local");
         let cat = build_observation(
-            &tool_event("post_tool", "Bash", r#"{"command":"cat .env"}"#, r#"{"stdout":"HOSTNAME=internal"}"#),
+            &tool_event(
+                "post_tool",
+                "Bash",
+                r#"{"command":"cat .env"}"#,
+                r#"{"stdout":"HOSTNAME=internal"}"#,
+            ),
             &sanitizer(),
         );
         assert!(!cat.body.contains("internal"), "{}", cat.body);
         let write = build_observation(
-            &tool_event("pre_tool", "Write", r#"{"file_path":"/k/server.pem","content":"abc"}"#, ""),
+            &tool_event(
+                "pre_tool",
+                "Write",
+                r#"{"file_path":"/k/server.pem","content":"abc"}"#,
+                "",
+            ),
             &sanitizer(),
         );
         assert!(!write.input.as_deref().unwrap().contains("abc"));
@@ -415,7 +496,12 @@ mod tests {
     fn huge_outputs_are_truncated_with_sizes() {
         let big = "line\n".repeat(50_000);
         let obs = build_observation(
-            &tool_event("post_tool", "Bash", r#"{"command":"yes"}"#, &serde_json::to_string(&json!({"stdout": big})).unwrap()),
+            &tool_event(
+                "post_tool",
+                "Bash",
+                r#"{"command":"yes"}"#,
+                &serde_json::to_string(&json!({"stdout": big})).unwrap(),
+            ),
             &sanitizer(),
         );
         assert!(obs.output.as_ref().unwrap().chars().count() < 100_000);
@@ -428,11 +514,17 @@ mod tests {
         let a = tool_event("post_tool", "Bash", r#"{"command":"ls"}"#, r#""x""#);
         let mut b = a.clone();
         b.id = proto::new_event_id();
-        assert_eq!(build_observation(&a, &sanitizer()).content_hash, build_observation(&b, &sanitizer()).content_hash);
+        assert_eq!(
+            build_observation(&a, &sanitizer()).content_hash,
+            build_observation(&b, &sanitizer()).content_hash
+        );
         let mut c = a.clone();
         if let Some(Payload::PostTool(call)) = &mut c.payload {
             call.tool_use_id = "t2".into();
         }
-        assert_ne!(build_observation(&a, &sanitizer()).content_hash, build_observation(&c, &sanitizer()).content_hash);
+        assert_ne!(
+            build_observation(&a, &sanitizer()).content_hash,
+            build_observation(&c, &sanitizer()).content_hash
+        );
     }
 }

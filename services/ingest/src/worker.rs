@@ -32,7 +32,11 @@ pub struct Worker {
 
 /// A message after decoding, before storing.
 enum Item {
-    Event { event: Box<Event>, observation: Box<Observation>, span: tracing::Span },
+    Event {
+        event: Box<Event>,
+        observation: Box<Observation>,
+        span: tracing::Span,
+    },
     Dead(DeadLetter),
     Skip,
 }
@@ -110,7 +114,10 @@ impl Worker {
             };
             let messages: Vec<jetstream::Message> = chunk
                 .into_iter()
-                .filter_map(|m| m.map_err(|e| tracing::warn!(error = %e, "pull failed")).ok())
+                .filter_map(|m| {
+                    m.map_err(|e| tracing::warn!(error = %e, "pull failed"))
+                        .ok()
+                })
                 .collect();
             if !messages.is_empty() {
                 self.handle(messages).await;
@@ -150,11 +157,15 @@ impl Worker {
                     );
                     match self.commit(one, &[Item::Dead(letter)]).await {
                         Ok(emits) => return self.finish(one, emits).await,
-                        Err(error) => tracing::error!(error = %format!("{error:#}"), "cannot record dead letter"),
+                        Err(error) => {
+                            tracing::error!(error = %format!("{error:#}"), "cannot record dead letter")
+                        }
                     }
                 }
                 tracing::warn!(error = %format!("{error:#}"), delivered, "message failed; will be redelivered");
-                let _ = message.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+                let _ = message
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                    .await;
             }
         }
     }
@@ -172,7 +183,8 @@ impl Worker {
                 ));
             }
         };
-        let reject = |reason: String| Item::Dead(self.dead_letter(message, reason, event.id.clone(), size));
+        let reject =
+            |reason: String| Item::Dead(self.dead_letter(message, reason, event.id.clone(), size));
         if event.schema_version == 0 || event.schema_version > proto::SCHEMA_VERSION {
             return reject(format!(
                 "unsupported schema version {} (this ingest understands 1 to {})",
@@ -221,12 +233,24 @@ impl Worker {
             span.in_scope(|| build_observation(&event, &self.sanitizer))
         }));
         let Ok(observation) = built else {
-            return reject("internal error while sanitising the event; please report it".to_owned());
+            return reject(
+                "internal error while sanitising the event; please report it".to_owned(),
+            );
         };
-        Item::Event { event: Box::new(event), observation: Box::new(observation), span }
+        Item::Event {
+            event: Box::new(event),
+            observation: Box::new(observation),
+            span,
+        }
     }
 
-    fn dead_letter(&self, message: &jetstream::Message, reason: String, event_id: String, size: usize) -> DeadLetter {
+    fn dead_letter(
+        &self,
+        message: &jetstream::Message,
+        reason: String,
+        event_id: String,
+        size: usize,
+    ) -> DeadLetter {
         let end = message.payload.len().min(EXCERPT_BYTES);
         let excerpt = String::from_utf8_lossy(&message.payload[..end]);
         DeadLetter {
@@ -240,21 +264,44 @@ impl Worker {
     }
 
     /// Store every item in one transaction; returns what to publish after the commit.
-    async fn commit(&self, messages: &[jetstream::Message], items: &[Item]) -> anyhow::Result<Vec<Emit>> {
-        let mut tx = self.store.pool().begin().await.context("beginning a transaction")?;
+    async fn commit(
+        &self,
+        messages: &[jetstream::Message],
+        items: &[Item],
+    ) -> anyhow::Result<Vec<Emit>> {
+        let mut tx = self
+            .store
+            .pool()
+            .begin()
+            .await
+            .context("beginning a transaction")?;
         let mut emits = Vec::with_capacity(items.len());
         let now = common::now_ms();
         for (message, item) in messages.iter().zip(items) {
             match item {
-                Item::Event { event, observation, span } => {
-                    let stored = db::store_event(&mut tx, event, observation, self.args.dedup_window_ms, now)
-                        .instrument(span.clone())
-                        .await
-                        .with_context(|| format!("storing event {}", event.id))?;
+                Item::Event {
+                    event,
+                    observation,
+                    span,
+                } => {
+                    let stored = db::store_event(
+                        &mut tx,
+                        event,
+                        observation,
+                        self.args.dedup_window_ms,
+                        now,
+                    )
+                    .instrument(span.clone())
+                    .await
+                    .with_context(|| format!("storing event {}", event.id))?;
                     let id = match stored {
                         Stored::New(id) | Stored::Again(id) => id,
                         Stored::Duplicate => {
-                            span.in_scope(|| tracing::debug!("duplicate content within the dedup window; skipped"));
+                            span.in_scope(|| {
+                                tracing::debug!(
+                                    "duplicate content within the dedup window; skipped"
+                                )
+                            });
                             continue;
                         }
                     };
@@ -272,7 +319,10 @@ impl Worker {
                     ));
                 }
                 Item::Dead(letter) => {
-                    let seq = message.info().map(|i| i.stream_sequence).unwrap_or_default();
+                    let seq = message
+                        .info()
+                        .map(|i| i.stream_sequence)
+                        .unwrap_or_default();
                     if db::store_dead_letter(&mut tx, SERVICE, seq, letter).await? {
                         tracing::warn!(reason = %letter.reason, subject = %letter.subject, "dead-lettered");
                     }
@@ -293,7 +343,11 @@ impl Worker {
             let (subject, msg_id, payload) = match emit {
                 Emit::Stored(stored, span) => {
                     span.in_scope(|| common::nats::inject_trace(&mut headers));
-                    (subjects::OBSERVATION_STORED.to_owned(), format!("stored-{}", stored.event_id), stored.encode_to_vec())
+                    (
+                        subjects::OBSERVATION_STORED.to_owned(),
+                        format!("stored-{}", stored.event_id),
+                        stored.encode_to_vec(),
+                    )
                 }
                 Emit::Dead(letter) => {
                     let id = format!("dlq-{}-{}-{}", SERVICE, letter.event_id, letter.subject);
@@ -301,7 +355,11 @@ impl Worker {
                 }
             };
             headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
-            match self.jetstream.publish_with_headers(subject, headers, payload.into()).await {
+            match self
+                .jetstream
+                .publish_with_headers(subject, headers, payload.into())
+                .await
+            {
                 Ok(ack) => acks.push(ack),
                 Err(error) => {
                     tracing::warn!(%error, "emitting failed; the batch will be redelivered");
@@ -325,7 +383,9 @@ impl Worker {
 
     async fn nak(&self, messages: &[jetstream::Message]) {
         for message in messages {
-            let _ = message.ack_with(AckKind::Nak(Some(Duration::from_secs(1)))).await;
+            let _ = message
+                .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                .await;
         }
     }
 }

@@ -31,7 +31,15 @@ pub struct Target {
 }
 
 pub fn run(command: HooksCommand) -> anyhow::Result<()> {
-    let (Target { agent, scope, project_dir, hook_bin }, verb) = match command {
+    let (
+        Target {
+            agent,
+            scope,
+            project_dir,
+            hook_bin,
+        },
+        verb,
+    ) = match command {
         HooksCommand::Install(t) => (t, "install"),
         HooksCommand::Uninstall(t) => (t, "uninstall"),
         HooksCommand::Status(t) => (t, "status"),
@@ -48,19 +56,29 @@ pub fn run(command: HooksCommand) -> anyhow::Result<()> {
             };
             let report = install::install_claude_code(&settings, &binary)?;
             if report.changed {
-                println!("installed mneme hooks for claude-code in {}", settings.display());
+                println!(
+                    "installed mneme hooks for claude-code in {}",
+                    settings.display()
+                );
                 println!("events: {}", report.events.join(", "));
                 if let Some(backup) = report.backup_path {
                     println!("backup of the previous file: {}", backup.display());
                 }
             } else {
-                println!("mneme hooks already installed in {}; nothing changed", settings.display());
+                println!(
+                    "mneme hooks already installed in {}; nothing changed",
+                    settings.display()
+                );
             }
         }
         "uninstall" => {
             let report = install::uninstall_claude_code(&settings)?;
             if report.changed {
-                println!("removed mneme hooks from {} ({})", settings.display(), report.events.join(", "));
+                println!(
+                    "removed mneme hooks from {} ({})",
+                    settings.display(),
+                    report.events.join(", ")
+                );
                 if let Some(backup) = report.backup_path {
                     println!("backup of the previous file: {}", backup.display());
                 }
@@ -73,7 +91,11 @@ pub fn run(command: HooksCommand) -> anyhow::Result<()> {
             if events.is_empty() {
                 println!("claude-code: no mneme hooks in {}", settings.display());
             } else {
-                println!("claude-code: {} ({})", settings.display(), events.join(", "));
+                println!(
+                    "claude-code: {} ({})",
+                    settings.display(),
+                    events.join(", ")
+                );
             }
         }
     }

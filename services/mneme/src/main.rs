@@ -15,7 +15,11 @@ use clap::{Parser, Subcommand};
 use common::CommonArgs;
 
 #[derive(Debug, Parser)]
-#[command(name = "mneme", version, about = "Persistent memory for AI coding agents")]
+#[command(
+    name = "mneme",
+    version,
+    about = "Persistent memory for AI coding agents"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -49,9 +49,14 @@ impl LocalNats {
         let mut server = LocalNats { child, url };
         for _ in 0..100 {
             if let Some(status) = server.child.try_wait()? {
-                anyhow::bail!("nats-server exited at start ({status}); is port {port} already in use?");
+                anyhow::bail!(
+                    "nats-server exited at start ({status}); is port {port} already in use?"
+                );
             }
-            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
                 return Ok(server);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -67,7 +72,10 @@ impl LocalNats {
                 .status()
                 .await;
         }
-        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+            .await
+            .is_err()
+        {
             let _ = self.child.kill().await;
         }
     }

@@ -15,16 +15,32 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    println!("nats      {} ({})", common.nats_url, if report["nats"]["reachable"] == true { "reachable" } else { "unreachable" });
+    println!(
+        "nats      {} ({})",
+        common.nats_url,
+        if report["nats"]["reachable"] == true {
+            "reachable"
+        } else {
+            "unreachable"
+        }
+    );
     for service in SERVICES {
         let health = &report["services"][service];
         if health["ok"] == true {
-            println!("{service:<9} up {}s, {} messages handled", health["uptime_ms"].as_i64().unwrap_or(0) / 1000, health["handled"]);
+            println!(
+                "{service:<9} up {}s, {} messages handled",
+                health["uptime_ms"].as_i64().unwrap_or(0) / 1000,
+                health["handled"]
+            );
         } else {
             println!("{service:<9} not answering");
         }
     }
-    println!("store     {} ({} bytes)", report["store"]["path"].as_str().unwrap_or(""), report["store"]["size_bytes"]);
+    println!(
+        "store     {} ({} bytes)",
+        report["store"]["path"].as_str().unwrap_or(""),
+        report["store"]["size_bytes"]
+    );
     for key in ["sessions", "observations", "dead_letters", "spooled"] {
         println!("{key:<13} {}", report[key]);
     }
@@ -39,7 +55,10 @@ async fn collect(common: &CommonArgs) -> Value {
         "spooled": spooled(),
         "store": {"path": common.db_path().display().to_string(), "exists": false, "size_bytes": 0},
     });
-    let client = tokio::time::timeout(Duration::from_secs(2), connect(common)).await.ok().and_then(Result::ok);
+    let client = tokio::time::timeout(Duration::from_secs(2), connect(common))
+        .await
+        .ok()
+        .and_then(Result::ok);
     if let Some(client) = &client {
         report["nats"]["reachable"] = json!(true);
         for service in SERVICES {
@@ -53,9 +72,16 @@ async fn collect(common: &CommonArgs) -> Value {
     if let Ok(store) = store::Store::open_read_only(&common.db_path()).await {
         report["store"]["exists"] = json!(true);
         report["store"]["size_bytes"] = json!(store.size_bytes());
-        for (key, table) in [("sessions", "sessions"), ("observations", "observations"), ("dead_letters", "dead_letters")] {
+        for (key, table) in [
+            ("sessions", "sessions"),
+            ("observations", "observations"),
+            ("dead_letters", "dead_letters"),
+        ] {
             let sql = sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}"));
-            if let Ok((n,)) = sqlx::query_as::<_, (i64,)>(sql).fetch_one(store.pool()).await {
+            if let Ok((n,)) = sqlx::query_as::<_, (i64,)>(sql)
+                .fetch_one(store.pool())
+                .await
+            {
                 report[key] = json!(n);
             }
         }
@@ -76,10 +102,15 @@ async fn connect(common: &CommonArgs) -> anyhow::Result<async_nats::Client> {
 }
 
 async fn probe(client: &async_nats::Client, service: &str) -> Value {
-    let ask = client.request(proto::subjects::health_subject(service), proto::HealthRequest {}.encode_to_vec().into());
+    let ask = client.request(
+        proto::subjects::health_subject(service),
+        proto::HealthRequest {}.encode_to_vec().into(),
+    );
     match tokio::time::timeout(Duration::from_millis(1000), ask).await {
         Ok(Ok(reply)) => match proto::HealthReply::decode(reply.payload) {
-            Ok(h) => json!({"ok": h.ok, "version": h.version, "detail": h.detail, "uptime_ms": h.uptime_ms, "handled": h.handled}),
+            Ok(h) => {
+                json!({"ok": h.ok, "version": h.version, "detail": h.detail, "uptime_ms": h.uptime_ms, "handled": h.handled})
+            }
             Err(_) => json!({"ok": false, "detail": "unreadable health reply"}),
         },
         Ok(Err(_)) => json!({"ok": false, "detail": "not running"}),
@@ -135,7 +166,10 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
                 .context("retrieval is not answering and the store cannot be opened")?;
             let hits = retrieval::search::search(store.pool(), &request).await?;
             store.close().await;
-            proto::SearchReply { hits, error: String::new() }
+            proto::SearchReply {
+                hits,
+                error: String::new(),
+            }
         }
     };
     if !reply.error.is_empty() {
@@ -147,7 +181,10 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
             .iter()
             .map(|h| json!({"id": h.id, "session_id": h.session_id, "project": h.project, "kind": h.kind, "title": h.title, "snippet": h.snippet, "occurred_at_ms": h.occurred_at_ms, "score": h.score}))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({"query": request.query, "hits": hits}))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"query": request.query, "hits": hits}))?
+        );
         return Ok(());
     }
     if reply.hits.is_empty() {
@@ -160,9 +197,21 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn ask_retrieval(common: &CommonArgs, request: &proto::SearchRequest) -> Option<proto::SearchReply> {
-    let client = tokio::time::timeout(Duration::from_secs(1), connect(common)).await.ok()?.ok()?;
-    let ask = client.request(proto::subjects::RETRIEVAL_SEARCH, request.encode_to_vec().into());
-    let reply = tokio::time::timeout(Duration::from_secs(3), ask).await.ok()?.ok()?;
+async fn ask_retrieval(
+    common: &CommonArgs,
+    request: &proto::SearchRequest,
+) -> Option<proto::SearchReply> {
+    let client = tokio::time::timeout(Duration::from_secs(1), connect(common))
+        .await
+        .ok()?
+        .ok()?;
+    let ask = client.request(
+        proto::subjects::RETRIEVAL_SEARCH,
+        request.encode_to_vec().into(),
+    );
+    let reply = tokio::time::timeout(Duration::from_secs(3), ask)
+        .await
+        .ok()?
+        .ok()?;
     proto::SearchReply::decode(reply.payload).ok()
 }

@@ -22,8 +22,14 @@ pub struct UpArgs {
 }
 
 pub async fn run(args: UpArgs) -> anyhow::Result<()> {
-    let UpArgs { mut common, ingest: ingest_args, nats_server, nats_port } = args;
-    let _telemetry = common::telemetry::init("mneme", &common.log_format, common.otel_endpoint.as_deref());
+    let UpArgs {
+        mut common,
+        ingest: ingest_args,
+        nats_server,
+        nats_port,
+    } = args;
+    let _telemetry =
+        common::telemetry::init("mneme", &common.log_format, common.otel_endpoint.as_deref());
     let shutdown = common::shutdown::on_signals();
 
     let url_configured = std::env::var_os("MNEME_NATS_URL").is_some_and(|v| !v.is_empty())
@@ -39,7 +45,11 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         tracing::info!(url = %server.url, store = %store_dir.display(), "started local nats-server");
         local = Some(server);
     }
-    println!("mneme is up: nats {}, store {}", common.nats_url, common.db_path().display());
+    println!(
+        "mneme is up: nats {}, store {}",
+        common.nats_url,
+        common.db_path().display()
+    );
     println!("hooks publish to {}; stop with ctrl-c", common.nats_url);
 
     tokio::spawn(drain_spool(common.nats_url.clone(), shutdown.clone()));

@@ -49,12 +49,24 @@ fn key_around(text: &[u8], start: usize, end: usize) -> Range<usize> {
     key_start..key_end
 }
 
+/// How far the gates look around a marker for the rest of a key; keys are never this long, and
+/// a gate that runs out of room lets the rule run rather than risk missing a secret.
+const GATE_REACH: usize = 128;
+
 /// Gate of the assignment rule: after the key around the marker, an optional closing quote
 /// (possibly escaped), blanks, then `=` or `:`.
-pub(crate) fn key_then_operator(text: &[u8], start: usize, end: usize) -> bool {
-    let key = key_around(text, start, end);
-    let mut at = key.end;
-    while at < key.end + 3 && text.get(at) == Some(&b'\\') {
+pub(crate) fn key_then_operator(text: &[u8], _: usize, end: usize) -> bool {
+    let key_end = end
+        + text[end..]
+            .iter()
+            .take(GATE_REACH)
+            .take_while(|&&b| is_key_byte(b))
+            .count();
+    if key_end == end + GATE_REACH {
+        return true;
+    }
+    let mut at = key_end;
+    while at < key_end + 3 && text.get(at) == Some(&b'\\') {
         at += 1;
     }
     if matches!(text.get(at), Some(b'"' | b'\'')) {
@@ -65,11 +77,14 @@ pub(crate) fn key_then_operator(text: &[u8], start: usize, end: usize) -> bool {
 
 /// Gate of the flag rule: the word around the marker starts with a dash.
 pub(crate) fn flag_key(text: &[u8], start: usize, _: usize) -> bool {
-    let mut at = start;
-    while at > 0 && (text[at - 1].is_ascii_alphanumeric() || matches!(text[at - 1], b'_' | b'-')) {
-        at -= 1;
-    }
-    text.get(at) == Some(&b'-')
+    let is_flag_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.');
+    let word = text[..start]
+        .iter()
+        .rev()
+        .take(GATE_REACH)
+        .take_while(|&&b| is_flag_byte(b))
+        .count();
+    word == GATE_REACH || text.get(start - word) == Some(&b'-')
 }
 
 /// One parsed `key <op> value`.
@@ -194,8 +209,11 @@ fn parse_assignment(text: &[u8], key: Range<usize>) -> Option<Parsed> {
     if text.get(op_at) == Some(&b':')
         && let Some(type_end) = parse_type(text, skip_blanks(text, op_at + 1))
     {
+        // `= ` after a blank: `password: abc==` is a base64 value, not a type and an `=`.
         let equals = skip_blanks(text, type_end);
-        if text.get(equals) == Some(&b'=')
+        if equals > type_end
+            && text.get(equals) == Some(&b'=')
+            && text.get(equals + 1) != Some(&b'=')
             && let Some((value, inner)) = parse_value(text, skip_blanks(text, equals + 1), true)
         {
             return Some(Parsed {
@@ -278,7 +296,8 @@ fn judge_assignment(text: &str, parsed: &Parsed) -> Option<Range<usize>> {
         return None;
     }
     // `Secret => "x"` is a match arm; hashes quote their keys or make them symbols (`:token =>`).
-    if parsed.op == "=>" && !key_quoted && !(before.ends_with(':') && !before.ends_with("::")) {
+    let symbol = before.ends_with(':') && !before.ends_with("::");
+    if parsed.op == "=>" && !key_quoted && !symbol {
         return None;
     }
     if !key_quoted && keys::is_object_path(key, parsed.op) {
@@ -322,7 +341,7 @@ pub(crate) fn secret_flags(text: &str) -> Vec<Range<usize>> {
         if start < next {
             return;
         }
-        let is_flag_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+        let is_flag_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.');
         let mut word_start = start;
         while word_start > 0 && is_flag_byte(bytes[word_start - 1]) {
             word_start -= 1;

@@ -115,7 +115,8 @@ fn pem_body(rng: &mut Rng, lines: usize, newline: &str) -> (String, String) {
     (body.join(newline), body[0].clone())
 }
 
-/// Base64 (standard alphabet, padded) of `bytes`, for Basic credentials and Discord token ids.
+/// Base64 of `bytes`: standard and padded, or URL-safe and unpadded; for Basic credentials,
+/// JWT segments and Discord token ids.
 fn encode_base64(bytes: &[u8], url_safe: bool) -> String {
     let alphabet: &[u8; 64] = if url_safe {
         b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -139,7 +140,7 @@ fn encode_base64(bytes: &[u8], url_safe: bool) -> String {
 }
 
 fn sample(name: &'static str, text: String, secret: String) -> Sample {
-    debug_assert!(
+    assert!(
         text.contains(&secret),
         "sample {name} must contain its secret"
     );
@@ -208,7 +209,7 @@ pub fn secrets() -> Vec<Sample> {
         let label = format!("PGP {} {} BLOCK", "PRIVATE", "KEY");
         pem(
             &label,
-            &format!("Version: GnuPG v2\n\n{body}\n={}", pgp_checksum()),
+            &format!("Version: GnuPG v2\n\n{body}\n={PGP_CHECKSUM}"),
             "\n",
         )
     });
@@ -403,6 +404,9 @@ pub fn secrets() -> Vec<Sample> {
     add("jwt-bearer", jwt, &|s| {
         format!(r#"curl -H "Authorization: Bearer {s}" https://api.example.com/me"#)
     });
+    add("bearer-in-log", r.base64url(40), &|s| {
+        format!("DEBUG http: sending GET /v1/me with Bearer {s} (attempt 1)")
+    });
     add("opaque-bearer", r.base64url(40), &|s| {
         format!("Authorization: Bearer {s}")
     });
@@ -478,6 +482,17 @@ pub fn secrets() -> Vec<Sample> {
     add("sql-identified-by", r.password(16), &|s| {
         format!("CREATE USER 'app'@'%' IDENTIFIED BY '{s}';")
     });
+    add("mysql-dash-p", r.alnum(16), &|s| {
+        format!("mysql -h db.internal -u root -p{s} shop < dump.sql")
+    });
+    add("sshpass", r.password(14), &|s| {
+        format!("sshpass -p '{s}' ssh deploy@10.0.0.5 uptime")
+    });
+    add(
+        "kubernetes-secret-yaml",
+        format!("{}==", r.base64(22)),
+        &|s| format!("apiVersion: v1\nkind: Secret\ntype: Opaque\ndata:\n  password: {s}\n"),
+    );
     add(
         "gcp-oauth-client-secret",
         format!("GOCSPX-{}", r.base64url(28)),
@@ -527,10 +542,8 @@ pub fn secrets() -> Vec<Sample> {
     out
 }
 
-/// The checksum line of an armoured PGP block: `=` and four base64 characters.
-fn pgp_checksum() -> &'static str {
-    "Xy7q"
-}
+/// The checksum line of an armoured PGP block, after its `=`.
+const PGP_CHECKSUM: &str = "Xy7q";
 
 /// Lines that look secret-ish but are not; cleaning must leave every `text` unchanged.
 pub fn lookalikes() -> Vec<Sample> {
@@ -575,8 +588,9 @@ pub fn lookalikes() -> Vec<Sample> {
         format!("AAAAC3NzaC1lZDI1NTE5AAAAI{}", r.base64(43)),
         &|s| format!("ssh-ed25519 {s} alice@laptop"),
     );
+    let tail = r.base64(24);
     add("certificate", r.base64(64), &|s| {
-        pem("CERTIFICATE", &format!("{s}\n{}", pgp_checksum()), "\n")
+        pem("CERTIFICATE", &format!("{s}\n{tail}"), "\n")
     });
     add("public-key", r.base64(64), &|s| pem("PUBLIC KEY", s, "\n"));
     let lines: &[(&'static str, (String, String))] = &[
@@ -865,6 +879,24 @@ pub fn lookalikes() -> Vec<Sample> {
             fixed(
                 "docker login --password-stdin < token.txt",
                 "--password-stdin",
+            ),
+        ),
+        (
+            "mysql-prompt",
+            fixed("mysql -h db.internal -P 3306 -u root -p shop", "-p shop"),
+        ),
+        (
+            "kwargs-on-own-line",
+            fixed(
+                "    password=password,\n    token=self.token,",
+                "password=password",
+            ),
+        ),
+        (
+            "prose-authorization",
+            fixed(
+                "Authorization: see the section on tokens below.",
+                "Authorization: see",
             ),
         ),
     ];

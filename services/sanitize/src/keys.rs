@@ -1,22 +1,41 @@
-//! Judging assignments: does a key name a secret, and is the value a literal worth redacting?
+//! Judging assignments: does a key name a secret, and is its value a literal worth redacting?
 //!
-//! The decisions, in short:
+//! Keys:
 //!
-//! - A key names a secret when one of its words (split on `_ - .` and camelCase humps) is a secret
-//!   word (`password`, `token`, `secret`, `auth`, `credentials`…), or is `key` qualified by a word
-//!   like `api`, `access`, `private`, `signing`; `PGPASSWORD`-style run-together names count too.
+//! - A key names a secret when one of its words (split on `_ - . $` and camelCase humps) is a
+//!   secret word (`password`, `passwd`, `pwd`, `pass`, `passphrase`, `secret`, `token`, `auth`,
+//!   `credentials`, `apikey`…), contains a run-together one (`PGPASSWORD`), or is `key` after a
+//!   qualifier (`api_key`, `SIGNING_KEY`, `stripeKey`). In JSON, `Authorization` and `Cookie`
+//!   header names count too.
 //! - A key that only describes a secret is not one: a last word such as `name`, `id`, `type`,
-//!   `url`, `path`, `file`, `length`, `hash`, `expiry` (`api_key_name`, `token_type`,
-//!   `password_hash`, `PRIVATE_KEY_PATH`), or a first word such as `max`, `num`, `is`, `has`
-//!   (`max_tokens`, `is_authenticated`). `PWD` and `OLDPWD` are the shell's directories.
-//! - Placeholders are not secrets: empty values, `${VAR}`, `$VAR`, `$(command)`, `%VAR%`,
-//!   `{{ template }}`, `<your-token>`, runs of `x`, `*`, `.`, and anything already redacted.
-//!   Weak-but-real values such as `changeme` or `password` are redacted: they may be the password.
-//! - Quoted values are literals and are redacted. Unquoted values are redacted unless they read as
-//!   code: a call or index (`next_token()`), a member path (`self.token`, `req.body.password`),
-//!   the key's own name passed along (`password=password`), a multi-word identifier
-//!   (`new_password`, `accessToken`), a type annotation (`token: String`), a path, a boolean or
-//!   null, or a number under a key that is not a password.
+//!   `url`, `path`, `file`, `length`, `hash`, `expiry`, or a file extension (`api_key_name`,
+//!   `token_type`, `password_hash`, `PRIVATE_KEY_PATH`, `token.rs`); a first word such as `max`,
+//!   `num`, `is`, `input` (`max_tokens`, `input_tokens`); any word `allow`, `empty`, `expired`
+//!   (`MYSQL_ALLOW_EMPTY_PASSWORD`). `PWD` and `OLDPWD` are the shell's directories.
+//!
+//! Values:
+//!
+//! - Placeholders are never secrets: empty values, `${VAR}`, `$VAR`, `$(command)`, `%VAR%`,
+//!   `{{ template }}`, `<your-token>`, format fields (`{}`, `{0}:{1}`, `%s`), masks (`xxx`,
+//!   `****`, `...`) and anything already redacted. Weak but real values (`changeme`, `password`,
+//!   `hunter2`) are redacted: they may well be the password.
+//! - Quoted values are literals and are redacted, except constants (`"true"`, `"allow"`), paths,
+//!   short numbers, colours, code paths (`"$serde::private::Value"`), a value naming its own field
+//!   (`TOKEN_ATTR = "token"`) and a template being filled in (`"Basic " + x`, `"%s" % x`).
+//! - Unquoted values of shell and env-file assignments (`KEY=value` with no blanks, to an
+//!   upper-case variable, after `export`/`set`/`-e`, at the start of a line, or in a URL query)
+//!   are literals, whatever they look like.
+//! - Elsewhere an unquoted value is redacted unless it reads as code: a call, index, block or
+//!   generic (`next_token()`, `Option<String>`); a reference, operator or comment (`&x`, `*ptr`,
+//!   `$x`, `==`); a keyword or constant (`None`, `self`, `true`); a macro (`quote!`); a member path
+//!   of names (`self.token`, `req.body.password`); the key passed along (`token=token`); a
+//!   multi-word identifier (`next_token`, `accessToken`); a type (`token: String`); an element or
+//!   statement end (`token: semi,`); anything after a declaration (`let token = …`); or, when it
+//!   has no digit, a plain word assigned with blanks to a lower-case name (`token = Name`), after
+//!   a colon mid-line (prose, JavaScript shorthands) or to a class-like key (`AnsiToken: A …`).
+//!   Random secrets nearly always contain a digit, so a word with one is read as a literal.
+//! - YAML values, HTTP headers and INI values (a key at the start of its line) run to the end of
+//!   the line, so a passphrase with spaces goes whole; shell values stop at the first blank.
 
 use serde_json::Value;
 
@@ -24,459 +43,115 @@ use crate::secrets::REDACTED_PREFIX;
 use crate::tags::PRIVATE_MARKER;
 
 /// Words that make a key secret wherever they appear in it.
+#[rustfmt::skip]
 const SECRET_WORDS: &[&str] = &[
-    "password",
-    "passwords",
-    "passwd",
-    "pwd",
-    "pw",
-    "pass",
-    "passphrase",
-    "passcode",
-    "secret",
-    "secrets",
-    "token",
-    "apikey",
-    "apikeys",
-    "auth",
-    "credential",
-    "credentials",
-    "creds",
-    "privatekey",
-    "accesskey",
-    "secretkey",
-    "authtoken",
-    "accesstoken",
-    "refreshtoken",
-    "clientsecret",
-    "sessiontoken",
-    "pat",
+    "password", "passwords", "passwd", "pwd", "pw", "pass", "passphrase", "passcode", "secret",
+    "secrets", "token", "apikey", "apikeys", "auth", "credential", "credentials", "creds",
+    "privatekey", "accesskey", "secretkey", "authtoken", "accesstoken", "refreshtoken",
+    "clientsecret", "sessiontoken", "pat",
 ];
 
 /// Run-together spellings that make a key secret even inside a longer word (`PGPASSWORD`).
+#[rustfmt::skip]
 const SECRET_INFIXES: &[&str] = &[
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "apikey",
-    "accesskey",
-    "privatekey",
-    "authtoken",
-    "accesstoken",
-    "credential",
+    "password", "passwd", "passphrase", "secret", "apikey", "accesskey", "privatekey", "authtoken",
+    "accesstoken", "credential",
 ];
 
 /// Words that make a following `key` a secret key (`api_key`, `SIGNING_KEY`, `stripeKey`).
+#[rustfmt::skip]
 const KEY_QUALIFIERS: &[&str] = &[
-    "api",
-    "access",
-    "secret",
-    "private",
-    "encryption",
-    "encrypt",
-    "signing",
-    "sign",
-    "master",
-    "account",
-    "shared",
-    "storage",
-    "hmac",
-    "jwt",
-    "session",
-    "app",
-    "client",
-    "subscription",
-    "license",
-    "auth",
-    "crypto",
-    "cipher",
-    "aes",
-    "service",
-    "admin",
-    "root",
-    "deploy",
-    "ssh",
-    "gpg",
-    "pgp",
-    "webhook",
-    "consumer",
-    "partner",
-    "openai",
-    "anthropic",
-    "stripe",
-    "github",
-    "gitlab",
-    "slack",
-    "google",
-    "gemini",
-    "groq",
-    "mistral",
-    "cohere",
-    "sendgrid",
-    "twilio",
-    "mailgun",
-    "algolia",
-    "firebase",
-    "supabase",
-    "aws",
-    "azure",
-    "gcp",
+    "api", "access", "secret", "private", "encryption", "encrypt", "signing", "sign", "master",
+    "account", "shared", "storage", "hmac", "jwt", "session", "app", "client", "subscription",
+    "license", "auth", "crypto", "cipher", "aes", "service", "admin", "root", "deploy", "ssh",
+    "gpg", "pgp", "webhook", "consumer", "partner", "openai", "anthropic", "stripe", "github",
+    "gitlab", "slack", "google", "gemini", "groq", "mistral", "cohere", "sendgrid", "twilio",
+    "mailgun", "algolia", "firebase", "supabase", "aws", "azure", "gcp",
 ];
 
 /// Last words that make a key describe a secret rather than hold one.
+#[rustfmt::skip]
 const META_LAST_WORDS: &[&str] = &[
-    "name",
-    "names",
-    "id",
-    "ids",
-    "type",
-    "types",
-    "kind",
-    "url",
-    "uri",
-    "urls",
-    "endpoint",
-    "path",
-    "paths",
-    "file",
-    "files",
-    "filename",
-    "dir",
-    "directory",
-    "length",
-    "len",
-    "count",
-    "counts",
-    "size",
-    "max",
-    "min",
-    "limit",
-    "limits",
-    "expiry",
-    "expires",
-    "expiration",
-    "expire",
-    "ttl",
-    "timeout",
-    "format",
-    "header",
-    "headers",
-    "field",
-    "fields",
-    "env",
-    "var",
-    "vars",
-    "prefix",
-    "suffix",
-    "hint",
-    "policy",
-    "enabled",
-    "disabled",
-    "required",
-    "mode",
-    "method",
-    "methods",
-    "algorithm",
-    "alg",
-    "algo",
-    "hash",
-    "hashed",
-    "provider",
-    "providers",
-    "label",
-    "description",
-    "desc",
-    "placeholder",
-    "command",
-    "cmd",
-    "helper",
-    "location",
-    "source",
-    "version",
-    "index",
-    "idx",
-    "position",
-    "usage",
-    "budget",
-    "rate",
-    "regex",
-    "pattern",
-    "schema",
-    "class",
-    "flag",
-    "flags",
-    "stdin",
-    "prompt",
-    "valid",
-    "validation",
-    "validator",
-    "strength",
-    "rotation",
-    "created",
-    "updated",
-    "at",
-    "date",
-    "time",
-    "lifetime",
-    "age",
-    "scope",
-    "scopes",
-    "audience",
-    "issuer",
-    "ref",
-    "sock",
-    "socket",
-    "domain",
-    "host",
-    "hostname",
-    "server",
-    "realm",
-    "callback",
-    "redirect",
-    "user",
-    "username",
-    "login",
-    "email",
-    "port",
-    "mechanism",
-    "manager",
-    "generator",
-    "parser",
-    "lexer",
-    "stream",
-    "style",
-    "color",
-    "icon",
-    "button",
-    "error",
-    "errors",
-    "status",
-    "state",
-    "result",
-    "handler",
-    "middleware",
-    "config",
-    "settings",
-    "options",
-    "module",
-    "plugin",
-    "test",
-    "tests",
-    "spec",
-    "dialog",
-    "form",
-    "page",
-    "view",
-    "screen",
-    "route",
-    "estimate",
-    "message",
-    "messages",
-    "msg",
-    "range",
-    "encryption",
-    "hdr",
-    "encoding",
+    "name", "names", "id", "ids", "type", "types", "kind", "url", "uri", "urls", "endpoint", "path",
+    "paths", "file", "files", "filename", "dir", "directory", "length", "len", "count", "counts",
+    "size", "max", "min", "limit", "limits", "expiry", "expires", "expiration", "expire", "ttl",
+    "timeout", "format", "header", "headers", "field", "fields", "env", "var", "vars", "prefix",
+    "suffix", "hint", "policy", "enabled", "disabled", "required", "mode", "method", "methods",
+    "algorithm", "alg", "algo", "hash", "hashed", "provider", "providers", "label", "description",
+    "desc", "placeholder", "command", "cmd", "helper", "location", "source", "version", "index",
+    "idx", "position", "usage", "budget", "rate", "regex", "pattern", "schema", "class", "flag",
+    "flags", "stdin", "prompt", "valid", "validation", "validator", "strength", "rotation",
+    "created", "updated", "at", "date", "time", "lifetime", "age", "scope", "scopes", "audience",
+    "issuer", "ref", "sock", "socket", "domain", "host", "hostname", "server", "realm", "callback",
+    "redirect", "user", "username", "login", "email", "port", "mechanism", "manager", "generator",
+    "parser", "lexer", "stream", "style", "color", "icon", "button", "error", "errors", "status",
+    "state", "result", "handler", "middleware", "config", "settings", "options", "module", "plugin",
+    "test", "tests", "spec", "dialog", "form", "page", "view", "screen", "route", "estimate",
+    "message", "messages", "msg", "range", "encryption", "hdr", "encoding",
     // A key ending in a file extension is a file name (`src/auth/token.rs:42:5`).
-    "rs",
-    "py",
-    "js",
-    "mjs",
-    "cjs",
-    "ts",
-    "tsx",
-    "jsx",
-    "go",
-    "java",
-    "kt",
-    "rb",
-    "php",
-    "c",
-    "h",
-    "cc",
-    "cpp",
-    "hpp",
-    "cs",
-    "swift",
-    "sh",
-    "bash",
-    "zsh",
-    "json",
-    "yaml",
-    "yml",
-    "toml",
-    "ini",
-    "cfg",
-    "conf",
-    "md",
-    "txt",
-    "lock",
-    "log",
-    "html",
-    "css",
-    "sql",
-    "xml",
-    "pem",
-    "crt",
-    "pub",
+    "rs", "py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "java", "kt", "rb", "php", "c", "h",
+    "cc", "cpp", "hpp", "cs", "swift", "sh", "bash", "zsh", "json", "yaml", "yml", "toml", "ini",
+    "cfg", "conf", "md", "txt", "lock", "log", "html", "css", "sql", "xml", "pem", "crt", "pub",
 ];
 
 /// First words that make a key a switch or a count rather than a secret.
+#[rustfmt::skip]
 const META_FIRST_WORDS: &[&str] = &[
-    "max",
-    "min",
-    "num",
-    "total",
-    "no",
-    "is",
-    "has",
-    "use",
-    "show",
-    "enable",
-    "enabled",
-    "disable",
-    "require",
-    "required",
-    "allow",
-    "with",
-    "without",
-    "skip",
-    "hide",
-    "count",
-    "input",
-    "output",
-    "prompt",
-    "completion",
-    "cached",
-    "reasoning",
+    "max", "min", "num", "total", "no", "is", "has", "use", "show", "enable", "enabled", "disable",
+    "require", "required", "allow", "with", "without", "skip", "hide", "count", "input", "output",
+    "prompt", "completion", "cached", "reasoning",
 ];
 
 /// Words that, anywhere in a key, make it a setting about secrets (`MYSQL_ALLOW_EMPTY_PASSWORD`,
 /// `Access-Control-Allow-Credentials`, `CAN_HANDLE_EXPIRED_PASSWORDS`).
-const META_ANY_WORDS: &[&str] = &["allow", "allowed", "empty", "expired", "control"];
+#[rustfmt::skip]
+const META_ANY_WORDS: &[&str] = &[
+    "allow", "allowed", "empty", "expired", "control",
+];
 
 /// Words in a key that make a bare number a plausible secret (a PIN, a numeric password).
+#[rustfmt::skip]
 const PASSWORD_WORDS: &[&str] = &[
-    "password",
-    "passwords",
-    "passwd",
-    "pwd",
-    "pw",
-    "pass",
-    "passphrase",
-    "passcode",
-    "pin",
+    "password", "passwords", "passwd", "pwd", "pw", "pass", "passphrase", "passcode", "pin",
 ];
 
 /// Keywords that, before a key on the same line, make an assignment a declaration in code.
+#[rustfmt::skip]
 const DECLARATIONS: &[&str] = &[
-    "let",
-    "const",
-    "var",
-    "val",
-    "mut",
-    "auto",
-    "final",
-    "static",
-    "readonly",
-    "private",
-    "public",
-    "protected",
-    "pub",
-    "internal",
-    "lateinit",
-    "dim",
-    "my",
+    "let", "const", "var", "val", "mut", "auto", "final", "static", "readonly", "private", "public",
+    "protected", "pub", "internal", "lateinit", "dim", "my",
+];
+
+/// Words that, before a key, make an assignment a shell one (`export`, `docker run -e`).
+#[rustfmt::skip]
+const SHELL_WORDS: &[&str] = &[
+    "export", "set", "setx", "declare", "local", "readonly", "env", "e",
 ];
 
 /// Unquoted values that are language constants, keywords, permission or lint levels: never secrets.
+#[rustfmt::skip]
 const CONSTANTS: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "none",
-    "nil",
-    "undefined",
-    "yes",
-    "no",
-    "on",
-    "off",
-    "self",
-    "this",
-    "match",
-    "if",
-    "new",
-    "await",
-    "async",
-    "move",
-    "ref",
-    "mut",
-    "impl",
-    "dyn",
-    "fn",
-    "function",
-    "lambda",
-    "super",
-    "crate",
-    "nullptr",
-    "_",
-    "read",
-    "write",
-    "allow",
-    "warn",
-    "deny",
-    "forbid",
-    "expect",
-    "enabled",
-    "disabled",
-    "required",
-    "optional",
-    "always",
-    "never",
-    "auto",
-    "bearer",
+    "true", "false", "null", "none", "nil", "undefined", "yes", "no", "on", "off", "self", "this",
+    "match", "if", "new", "await", "async", "move", "ref", "mut", "impl", "dyn", "fn", "function",
+    "lambda", "super", "crate", "nullptr", "_", "read", "write", "allow", "warn", "deny", "forbid",
+    "expect", "enabled", "disabled", "required", "optional", "always", "never", "auto", "bearer",
     "basic",
 ];
 
+/// Operators after the first word of an INI-looking value that show it is an expression in code
+/// (`Token = Ignore + PlainToken`, `ENDS = SPECIALS | WS`).
+#[rustfmt::skip]
+const EXPRESSION_OPERATORS: &[&str] = &[
+    "+", "-", "*", "/", "%", "|", "&", "^", "||", "&&", "or", "and", "if", "?",
+];
+
 /// Primitive type names, so `token: string` reads as an annotation.
+#[rustfmt::skip]
 const PRIMITIVE_TYPES: &[&str] = &[
-    "str",
-    "string",
-    "number",
-    "bool",
-    "boolean",
-    "int",
-    "integer",
-    "float",
-    "double",
-    "any",
-    "unknown",
-    "object",
-    "bytes",
-    "char",
-    "u8",
-    "u16",
-    "u32",
-    "u64",
-    "u128",
-    "usize",
-    "i8",
-    "i16",
-    "i32",
-    "i64",
-    "i128",
-    "isize",
-    "f32",
-    "f64",
-    "void",
-    "tuple",
-    "list",
-    "dict",
-    "set",
-    "frozenset",
-    "bytearray",
-    "callable",
+    "str", "string", "number", "bool", "boolean", "int", "integer", "float", "double", "any",
+    "unknown", "object", "bytes", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+    "i32", "i64", "i128", "isize", "f32", "f64", "void", "tuple", "list", "dict", "set",
+    "frozenset", "bytearray", "callable",
 ];
 
 /// Splits a key into lowercase words on `_`, `-`, `.`, `$`, spaces and camelCase humps
@@ -563,7 +238,7 @@ fn is_numeric(value: &str) -> bool {
 pub(crate) fn quoted_is_secret(key: &str, value: &str) -> bool {
     let value = value.trim();
     if is_placeholder(value)
-        || value.contains("::")
+        || (value.contains("::") && value.split(':').all(is_name_segment))
         || CONSTANTS
             .iter()
             .any(|constant| constant.eq_ignore_ascii_case(value))
@@ -602,15 +277,7 @@ pub(crate) fn is_placeholder(value: &str) -> bool {
     if wrapped("${", "}") || wrapped("$(", ")") || wrapped("{{", "}}") || wrapped("%", "%") {
         return true;
     }
-    // Format strings: `{}`, `{0}`, `{password}`, `{self.password}`, `%s`, `%(password)s`.
-    if value.starts_with('{')
-        && value.ends_with('}')
-        && value[1..value.len() - 1]
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':'))
-    {
-        return true;
-    }
+    // Format strings: `{}`, `{0}:{1}`, `{password}`, `{self.password}`, `%s`, `%(password)s`.
     if is_format_template(value) {
         return true;
     }
@@ -711,27 +378,9 @@ impl Assignment<'_> {
                 .map_or(self.text.len(), |n| self.value.start + n);
             let rest = self.text[self.value.start..line_end].trim_end();
             let rest = rest.trim_end_matches([',', ';']);
-            // `Token = Ignore + PlainToken`, `ENDS = SPECIALS | WS`: an expression, so code.
             let after_token = rest[token.len().min(rest.len())..].trim_start();
             let operator = after_token.split_whitespace().next().unwrap_or("");
-            if ini
-                && matches!(
-                    operator,
-                    "+" | "-"
-                        | "*"
-                        | "/"
-                        | "%"
-                        | "|"
-                        | "&"
-                        | "^"
-                        | "||"
-                        | "&&"
-                        | "or"
-                        | "and"
-                        | "if"
-                        | "?"
-                )
-            {
+            if ini && EXPRESSION_OPERATORS.contains(&operator) {
                 return None;
             }
             return Some(self.value.start..self.value.start + rest.len());
@@ -745,17 +394,38 @@ impl Assignment<'_> {
 
     /// True when only indentation, a list dash, a comment sign or a quote precede the key on its line.
     fn at_line_start(&self) -> bool {
-        let before = &self.text[..self.key_start];
-        let line = before.rsplit('\n').next().unwrap_or(before);
-        line.chars()
-            .all(|c| matches!(c, ' ' | '\t' | '-' | '#' | '"' | '\'' | '\r'))
+        // Walk back only over the allowed bytes, so a long line costs nothing.
+        let before = &self.text.as_bytes()[..self.key_start];
+        let allowed = before
+            .iter()
+            .rev()
+            .take_while(|&&b| matches!(b, b' ' | b'\t' | b'-' | b'#' | b'"' | b'\'' | b'\r'))
+            .count();
+        allowed == before.len() || before[before.len() - allowed - 1] == b'\n'
+    }
+
+    /// True for shell and env-file assignments, where unquoted values are literal strings:
+    /// `KEY=value` with no blanks, to an upper-case variable, after `export`/`set`/`-e`, or as a
+    /// URL query parameter. (A lower-case key at the start of a line is as often a keyword
+    /// argument on its own line, `password=password,`, so it gets no such pass.)
+    fn shell_style(&self) -> bool {
+        if self.op != "=" || self.spaced() {
+            return false;
+        }
+        let query = self.text[..self.key_start].ends_with(['?', '&']);
+        !self.key.bytes().any(|b| b.is_ascii_lowercase())
+            || SHELL_WORDS.contains(&self.previous_word())
+            || query
     }
 
     /// The word before the key on its line, if any (`let` in `let token = x`).
     fn previous_word(&self) -> &str {
         let before = self.text[..self.key_start].trim_end_matches([' ', '\t']);
+        // Search bytes: the word is ASCII, and the byte before it ends whatever character it
+        // belongs to, so the word always starts on a character boundary.
         let start = before
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .bytes()
+            .rposition(|b| !(b.is_ascii_alphanumeric() || b == b'_'))
             .map_or(0, |i| i + 1);
         &before[start..]
     }
@@ -774,27 +444,11 @@ impl Assignment<'_> {
         // A value starting like an expression, a reference, a comparison or a comment is code,
         // and so is a dereference or pointer type (`*secret_key`, `*const c_char`), a variable
         // expansion (`$dir/private/cakey.pem`) and a regex literal (`/^Unexpected token/`).
-        if matches!(
-            first,
-            '(' | '['
-                | '{'
-                | '&'
-                | '|'
-                | '<'
-                | '>'
-                | '='
-                | ':'
-                | '.'
-                | ','
-                | ';'
-                | '\\'
-                | '?'
-                | '#'
-                | '$'
-        ) || (first == '*'
-            && chars
-                .next()
-                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_'))
+        if "([{&|<>=:.,;\\?#$".contains(first)
+            || (first == '*'
+                && chars
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_'))
             || token.starts_with("/^")
         {
             return true;
@@ -808,10 +462,8 @@ impl Assignment<'_> {
         if self.op == ":" && !self.key_quoted && (!self.space_after || self.space_before) {
             return true;
         }
-        // `AnsiToken: A named tuple`, `PseudoToken = Whitespace + …`: a class-like key (several
-        // capitalised words run together) is code or documentation, not configuration; so is a
-        // dotted key starting with one (`Token.Name: …`, `KeyUsageOID.CLIENT_AUTH: …`).
-        if is_class_like(self.key) || is_object_path(self.key, self.op) {
+        // `Token.Name: …`, `KeyUsageOID.CLIENT_AUTH: …`: a dictionary keyed by code objects.
+        if is_object_path(self.key, self.op) {
             return true;
         }
         // A string prefix glued to a quote (`b"…"`, `f"…"`) is a literal in code, not a value.
@@ -854,13 +506,26 @@ impl Assignment<'_> {
         if !is_identifier_path(token) {
             return false;
         }
-        // In a shell assignment to an upper-case variable (`DB_PASSWORD=hunter`) every unquoted
-        // value is a literal string, whatever it looks like.
-        if self.op == "=" && !self.spaced() && !self.key.bytes().any(|b| b.is_ascii_lowercase()) {
+        let has_digit = token.bytes().any(|b| b.is_ascii_digit());
+        // In a shell or env-file assignment (`DB_PASSWORD=hunter`, `export token=x`,
+        // `docker run -e KEY=x`, a query string `?token=x`) every unquoted value is a literal.
+        if self.shell_style() {
             return false;
         }
-        // `self.token`, `req.body.password`, `Token::new`: member access.
-        if token.contains(['.', ':']) || token.contains("->") {
+        // `AnsiToken: A named tuple`, `PseudoToken = Whitespace + …`: a class-like key (several
+        // capitalised words run together) given a plain word is code or documentation.
+        if is_class_like(self.key) && !has_digit {
+            return true;
+        }
+        // `self.token`, `req.body.password`, `Token::new`: member access, when every segment
+        // reads like a name (a random value with dots has digits inside its segments); except as
+        // a YAML or header value, where a dotted word is just text.
+        let after = &raw[token.len()..];
+        let yaml_value = self.op == ":" && !self.space_before && self.at_line_start();
+        if (token.contains(['.', ':']) || token.contains("->"))
+            && token.split(['.', ':', '-', '>']).all(is_name_segment)
+            && (!yaml_value || after.starts_with(','))
+        {
             return true;
         }
         // Ruby and PHP hashes spell variables with a sigil, so a bare word after `=>` is code.
@@ -868,7 +533,6 @@ impl Assignment<'_> {
             return true;
         }
         // An identifier ending a statement or an element (`token: semi,`) is a variable.
-        let after = &raw[token.len()..];
         if (after.starts_with(';') && self.spaced()) || after.starts_with(',') {
             return true;
         }
@@ -889,7 +553,6 @@ impl Assignment<'_> {
         if self.op == ":" && is_type_name(token) {
             return true;
         }
-        let has_digit = token.bytes().any(|b| b.is_ascii_digit());
         if self.in_call_arguments() && !has_digit {
             return true;
         }
@@ -925,6 +588,20 @@ pub(crate) fn is_path(token: &str) -> bool {
     };
     rest.bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'/'))
+}
+
+/// True for a segment of a member path that reads like a name: words of letters, each possibly
+/// ending in digits (`body`, `item2`, `SOCKS5_AUTH`, `sha256Hash`), where random tokens put
+/// letters after digits (`p4UAiei7q`); also the empty segments between `::` or `->`.
+fn is_name_segment(segment: &str) -> bool {
+    segment.is_empty()
+        || (segment
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+            && words(segment).iter().all(|word| {
+                let letters = word.trim_end_matches(|c: char| c.is_ascii_digit());
+                !letters.is_empty() && letters.bytes().all(|b| b.is_ascii_alphabetic())
+            }))
 }
 
 /// True for `ident`, `a.b.c`, `a::b`, `a->b` made of identifier characters.
@@ -970,11 +647,27 @@ fn is_type_name(token: &str) -> bool {
         && token.bytes().any(|b| b.is_ascii_lowercase())
 }
 
-/// Redacts a JSON field stored under a secret key; returns whether it changed anything.
+/// Header names whose whole value is a credential; in JSON header maps (`{"Authorization":
+/// "Basic …"}`) nothing else would show that the value is one.
+#[rustfmt::skip]
+const CREDENTIAL_HEADERS: &[&str] = &[
+    "authorization", "proxy-authorization", "cookie", "set-cookie",
+];
+
+/// True when a JSON object key names a secret: a secret key, or a credential header.
+pub(crate) fn is_secret_json_key(key: &str) -> bool {
+    is_secret_key(key)
+        || CREDENTIAL_HEADERS
+            .iter()
+            .any(|header| header.eq_ignore_ascii_case(key))
+}
+
+/// Redacts a JSON field stored under a secret key (see [`is_secret_json_key`]); returns whether
+/// it changed anything. Strings are judged like quoted values, numbers like bare ones.
 pub(crate) fn redact_json_field(key: &str, value: &mut Value) -> bool {
     let redact = match value {
-        Value::String(text) => !is_placeholder(text),
-        Value::Number(_) => is_password_key(key),
+        Value::String(text) => quoted_is_secret(key, text),
+        Value::Number(number) => is_secret_number(key, &number.to_string()),
         _ => false,
     };
     if redact {

@@ -1,9 +1,11 @@
 //! Privacy filters applied to everything mneme captures before it touches disk or an LLM.
 //!
 //! The same [`Sanitizer`] runs in the hook client (one short-lived process per agent event) and in
-//! the long-running ingest service, so it is built to be cheap to construct: the regexes are
-//! compiled lazily, at most once per process, and only when a case-insensitive literal pass over
-//! the text finds a marker that one of them could match.
+//! the long-running ingest service, so it is built to be cheap to start: construction only parses
+//! the exclude globs; cleaning starts with one literal pass over the text that finds the markers a
+//! secret could hang on (`ghp_`, `PRIVATE KEY`, `token`…), and only the rules whose markers occur
+//! run. Most rules are token shapes and small parsers that need no setup; the few regexes (rare
+//! multi-line or multi-part shapes) and the glob set are compiled on first use, once per process.
 //!
 //! Invariants:
 //!
@@ -18,6 +20,7 @@
 //! - Truncation never splits a UTF-8 character, and [`Sanitizer::clean_output`] cleans before it
 //!   truncates so that a secret can never be cut in half and escape redaction.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
@@ -25,8 +28,10 @@ use sha2::{Digest, Sha256};
 
 mod assign;
 mod keys;
+mod parsers;
 mod scan;
 mod secrets;
+mod shapes;
 mod tags;
 mod truncate;
 
@@ -130,7 +135,7 @@ pub struct Sanitizer {
     /// The parsed exclude globs; they are validated by [`Sanitizer::new`] but only compiled into a
     /// set on the first [`Sanitizer::is_excluded_path`] call, because most hook events never ask.
     globs: Vec<Glob>,
-    glob_set: OnceLock<GlobSet>,
+    glob_set: OnceLock<Option<GlobSet>>,
     max_output_chars: usize,
     preview_chars: usize,
 }
@@ -142,9 +147,10 @@ impl Sanitizer {
             .exclude_globs
             .iter()
             .map(|pattern| {
-                GlobBuilder::new(pattern)
+                // Matching is ASCII case-insensitive by lower-casing both sides, which compiles much
+                // faster than globset's Unicode case folding.
+                GlobBuilder::new(&pattern.to_ascii_lowercase())
                     .literal_separator(true)
-                    .case_insensitive(true)
                     .build()
                     .map_err(|source| Error::InvalidGlob {
                         pattern: pattern.clone(),
@@ -161,31 +167,32 @@ impl Sanitizer {
         })
     }
 
-    /// Strips system tags, replaces private blocks, redacts secrets (in that order).
+    /// Strips system tags, replaces private blocks with `[PRIVATE]`, and replaces secrets with
+    /// `[REDACTED:<kind>]`, in that order.
     pub fn clean_text(&self, text: &str) -> (String, Report) {
-        let mut report = Report::default();
-        let found = secrets::Markers::scan(text);
-        let mut current = std::borrow::Cow::Borrowed(text);
-        if found.system_tags() {
-            let (out, n) = tags::strip_system_tags(&current);
-            report.system_tags_stripped = n;
-            current = std::borrow::Cow::Owned(out.into_owned());
+        let Some((mut cleaned, mut report)) = clean_once(text) else {
+            return (text.to_owned(), Report::default());
+        };
+        // Removing text can join what it separated (a command and its `-p` flag once a key block
+        // between them is gone, the halves of a tag), so repeat until a round changes nothing:
+        // that is what makes cleaning idempotent. Every round that changes something replaces
+        // text that was not a marker, so this ends; the bound is a guard, not a limit in practice.
+        for _ in 0..MAX_ROUNDS {
+            let Some((again, more)) = clean_once(&cleaned) else {
+                break;
+            };
+            cleaned = again;
+            report.merge(more);
         }
-        if found.private_blocks() {
-            let (out, n) = tags::hide_private_blocks(&current);
-            report.private_blocks = n;
-            current = std::borrow::Cow::Owned(out.into_owned());
-        }
-        let (out, n) = secrets::redact(&current, &found);
-        report.secrets_redacted = n;
-        (out.into_owned(), report)
+        (cleaned, report)
     }
 
     /// Applies [`Sanitizer::clean_text`] to every string value inside a JSON value, in place.
     ///
-    /// Object keys are left alone. A string or number stored under a key that names a secret
-    /// (`"password"`, `"api_key"`, `"GITHUB_TOKEN"`…) is redacted whole unless it is a placeholder,
-    /// because in JSON such a value is always a literal.
+    /// Object keys are left alone. A string stored under a key that names a secret (`"password"`,
+    /// `"api_key"`, `"GITHUB_TOKEN"`, `"Authorization"`…) is redacted whole unless it is a
+    /// placeholder, a path or a constant, because in JSON such a value is always a literal; so is
+    /// a number of four digits or more under a password-like key.
     pub fn clean_json(&self, value: &mut serde_json::Value) -> Report {
         let mut report = Report::default();
         self.clean_json_into(value, &mut report);
@@ -208,7 +215,7 @@ impl Sanitizer {
             Value::Object(map) => {
                 for (key, item) in map.iter_mut() {
                     self.clean_json_into(item, report);
-                    if keys::is_secret_key(key) && keys::redact_json_field(key, item) {
+                    if keys::is_secret_json_key(key) && keys::redact_json_field(key, item) {
                         report.secrets_redacted = report.secrets_redacted.saturating_add(1);
                     }
                 }
@@ -228,24 +235,22 @@ impl Sanitizer {
             for glob in &self.globs {
                 builder.add(glob.clone());
             }
-            // Every glob already compiled on its own in `new`, so the set cannot fail to build; if
-            // it somehow did, an empty set would exclude nothing, so fall back to the slow path.
-            builder.build().unwrap_or_else(|_| GlobSet::empty())
+            builder.build().ok()
         });
-        let normalised = path.replace('\\', "/");
-        let full = Candidate::new(&normalised);
-        if set.is_match_candidate(&full) {
-            return true;
-        }
+        let normalised = path.replace('\\', "/").to_ascii_lowercase();
         let name = normalised.rsplit('/').next().unwrap_or(&normalised);
-        if set.is_empty() {
-            // Only reachable if building the set failed above: match glob by glob.
-            return self.globs.iter().any(|glob| {
+        match set {
+            Some(set) => {
+                set.is_match_candidate(&Candidate::new(&normalised))
+                    || (name != normalised && set.is_match(name))
+            }
+            // Every glob compiled on its own in `new`, so only a size limit can make the set fail;
+            // then match glob by glob rather than exclude nothing.
+            None => self.globs.iter().any(|glob| {
                 let matcher = glob.compile_matcher();
                 matcher.is_match(&normalised) || matcher.is_match(name)
-            });
+            }),
         }
-        name != normalised && set.is_match(name)
     }
 
     /// Truncates text longer than `max_output_chars`, keeping `preview_chars` characters at the head
@@ -264,6 +269,31 @@ impl Sanitizer {
         report.truncated = truncation.is_some();
         (kept, report)
     }
+}
+
+/// Most cleaning rounds [`Sanitizer::clean_text`] runs before giving up on reaching a fixed point.
+const MAX_ROUNDS: usize = 16;
+
+/// One round of cleaning: system tags, private blocks, secrets. `None` when nothing changed.
+fn clean_once(text: &str) -> Option<(String, Report)> {
+    let mut report = Report::default();
+    // One pass finds every marker; removing blocks can only remove markers, so the result still
+    // tells which rules may apply afterwards.
+    let found = secrets::Markers::scan(text);
+    let mut current = Cow::Borrowed(text);
+    if found.system_tags() {
+        let (out, n) = tags::strip_system_tags(&current);
+        report.system_tags_stripped = n;
+        current = Cow::Owned(out.into_owned());
+    }
+    if found.private_blocks() {
+        let (out, n) = tags::hide_private_blocks(&current);
+        report.private_blocks = n;
+        current = Cow::Owned(out.into_owned());
+    }
+    let (out, n) = secrets::redact(&current, &found);
+    report.secrets_redacted = n;
+    (!report.is_clean()).then(|| (out.into_owned(), report))
 }
 
 /// Stable content hash (lowercase sha256 hex) of the given parts, each prefixed with its length in

@@ -1,13 +1,14 @@
-//! Secret redaction: a table of rules, each a regex plus a judgement on its matches, and two
-//! hand-written parsers for `KEY=value` assignments and `--password value` flags.
+//! Secret redaction: a table of rules, each finding one kind of secret.
 //!
 //! Cost model, tuned for the hook client (one process per agent event): one pass of a literal
 //! [`Scanner`] over the text finds the markers the rules key on (`ghp_`, `eyJ`, `PRIVATE KEY`,
 //! `token`…), and a cheap check of each occurrence (enough token characters after `ghp_`, an
-//! operator after `token`…) decides which rules can possibly match. Only those run, and each
-//! rule's regex is compiled on its first use and kept for the life of the process. The regexes
-//! work on bytes with Unicode disabled, which keeps compilation cheap; they only ever match
-//! ASCII around their edges, so spans fall on character boundaries (and are checked anyway).
+//! operator after `token`…) decides which rules can possibly match. Only those run. Most rules
+//! are token shapes ([`crate::shapes`]) or small parsers ([`crate::parsers`], [`crate::assign`])
+//! that cost nothing to set up; the few regexes, for rare multi-line or multi-part shapes, are
+//! compiled on first use (on bytes, Unicode off, which compiles fastest) and kept for the life of
+//! the process. Their matches only ever end next to ASCII, so spans fall on character
+//! boundaries (and are checked anyway).
 //!
 //! Rules run in table order over the output of the previous rule, specific shapes first, so a
 //! token inside an assignment is reported by its provider kind and the assignment rule then sees
@@ -21,13 +22,18 @@ use regex::bytes::{Captures, Regex, RegexBuilder};
 
 use crate::assign;
 use crate::keys;
+use crate::parsers;
 use crate::scan::Scanner;
+use crate::shapes::{self, Class::*, MANY, Part::*, Shape};
 
 /// Every redaction starts with this, and no rule redacts text that contains it.
 pub(crate) const REDACTED_PREFIX: &str = "[REDACTED:";
 
 /// Decides what part of a regex match to redact, if any.
 type Accept = fn(&str, &Captures<'_>) -> Option<Range<usize>>;
+
+/// Decides whether a token matched by a shape is a secret.
+type Judge = fn(&str) -> bool;
 
 /// One secret shape.
 struct Rule {
@@ -54,6 +60,8 @@ enum Gate {
 
 /// How a rule finds its secrets.
 enum Find {
+    /// Token shapes; every match the judge accepts is redacted whole.
+    Shapes(&'static [Shape], Judge),
     /// A regex; by convention the group `s`, when present, is the secret itself.
     Regex {
         pattern: &'static str,
@@ -68,111 +76,114 @@ const RULES: &[Rule] = &[
     Rule {
         kind: "private-key",
         markers: &["PRIVATE KEY"],
+        gate: Gate::Any,
         // A whole PEM block (RSA, EC, DSA, OPENSSH, PGP, ENCRYPTED, PKCS#8), with real newlines or
         // JSON `\n` escapes; without an END line, the base64 and header lines that follow.
         find: Find::Regex {
             pattern: r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=:,\\ \t\r\n-]*)",
             accept: whole,
         },
-        gate: Gate::Any,
     },
     Rule {
         kind: "private-key",
         markers: &["PRIVATE KEY"],
+        gate: Gate::Any,
         // The tail of a PEM block whose BEGIN line was cut off.
         find: Find::Regex {
             pattern: r"(?:[A-Za-z0-9+/=]{16,}(?:\r?\n|\\r\\n|\\n))+-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----",
             accept: whole,
         },
-        gate: Gate::Any,
     },
     Rule {
         kind: "jwt",
         markers: &["eyJ"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}",
-            accept: whole,
-        },
         gate: Gate::Tail(24),
+        find: Find::Shapes(
+            &[&[
+                Lit("eyJ"),
+                Run(Base64Url, 6, MANY),
+                Lit("."),
+                Run(Base64Url, 6, MANY),
+                Lit("."),
+                Run(Base64Url, 10, MANY),
+            ]],
+            any,
+        ),
     },
     Rule {
         kind: "aws-access-key",
         markers: &["AKIA", "ASIA", "ABIA", "ACCA"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)",
-            accept: whole,
-        },
         gate: Gate::Tail(16),
+        find: Find::Shapes(
+            &[
+                &[Lit("AKIA"), Run(UpperAlnum, 16, 16), End],
+                &[Lit("ASIA"), Run(UpperAlnum, 16, 16), End],
+                &[Lit("ABIA"), Run(UpperAlnum, 16, 16), End],
+                &[Lit("ACCA"), Run(UpperAlnum, 16, 16), End],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "aws-secret-key",
-        markers: &[
-            "secret_access",
-            "secretaccess",
-            "secret-access",
-            "aws_secret",
-            "awssecret",
-            "aws-secret",
-        ],
+        markers: &["secret_access", "secretaccess", "aws_secret"],
+        gate: Gate::Any,
         find: Find::Regex {
-            pattern: r#"(?i)(?:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key)["']?[\t ]*[:=][\t ]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
+            pattern: r#"(?:aws_secret_access_key|AWS_SECRET_ACCESS_KEY|aws_secret_key|AWS_SECRET_KEY|secret_access_key|SECRET_ACCESS_KEY|SecretAccessKey|secretAccessKey)["']?[\t ]*[:=][\t ]*["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
             accept: group_s,
         },
-        gate: Gate::Any,
     },
     Rule {
         kind: "gcp-api-key",
         markers: &["AIza"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)AIza[0-9A-Za-z_-]{35}",
-            accept: whole,
-        },
         gate: Gate::Tail(35),
+        find: Find::Shapes(&[&[Lit("AIza"), Run(Base64Url, 35, 35)]], any),
     },
     Rule {
         kind: "gcp-oauth-secret",
         markers: &["GOCSPX-"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)GOCSPX-[A-Za-z0-9_-]{24,}",
-            accept: whole,
-        },
         gate: Gate::Tail(24),
+        find: Find::Shapes(&[&[Lit("GOCSPX-"), Run(Base64Url, 24, MANY)]], any),
     },
     Rule {
         kind: "gcp-oauth-token",
         markers: &["ya29."],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)ya29\.[A-Za-z0-9_-]{20,}",
-            accept: whole,
-        },
         gate: Gate::Tail(20),
+        find: Find::Shapes(&[&[Lit("ya29."), Run(Base64Url, 20, MANY)]], any),
     },
     Rule {
         kind: "azure-storage-key",
         markers: &["AccountKey", "SharedAccessKey"],
+        gate: Gate::Any,
         find: Find::Regex {
-            pattern: r"(?i)(?:AccountKey|SharedAccessKey)[\t ]*=[\t ]*(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
+            pattern: r"(?:AccountKey|SharedAccessKey)[\t ]*=[\t ]*(?P<s>[A-Za-z0-9+/]{20,}={0,2})",
             accept: group_s,
         },
-        gate: Gate::Any,
     },
     Rule {
         kind: "azure-sas-token",
         markers: &["sig="],
+        gate: Gate::Tail(20),
         find: Find::Regex {
             pattern: r"[?&]sig=(?P<s>[A-Za-z0-9%+/]{20,}(?:%3[Dd]|=){0,2})",
             accept: group_s,
         },
-        gate: Gate::Tail(20),
     },
     Rule {
         kind: "github-token",
         markers: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
-            accept: whole,
-        },
         gate: Gate::Tail(22),
+        find: Find::Shapes(
+            &[
+                &[Lit("ghp_"), Run(Alnum, 36, MANY)],
+                &[Lit("gho_"), Run(Alnum, 36, MANY)],
+                &[Lit("ghu_"), Run(Alnum, 36, MANY)],
+                &[Lit("ghs_"), Run(Alnum, 36, MANY)],
+                &[Lit("ghr_"), Run(Alnum, 36, MANY)],
+                &[Lit("github_pat_"), Run(Word, 22, MANY)],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "gitlab-token",
@@ -190,270 +201,285 @@ const RULES: &[Rule] = &[
             "glffct-",
             "GR1348941",
         ],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)(?:gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent|ffct)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*|GR1348941[A-Za-z0-9_-]{20,})",
-            accept: whole,
-        },
         gate: Gate::Tail(20),
+        find: Find::Shapes(
+            &[
+                &[Lit("glpat-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("gldt-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("glrt-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("glptt-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("glcbt-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("gloas-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("glsoat-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("glft-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("glimt-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("glagent-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("glffct-"), Run(Base64UrlDot, 20, MANY)],
+                &[Lit("GR1348941"), Run(Base64Url, 20, MANY)],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "slack-token",
         markers: &[
             "xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-", "xoxe", "xapp-",
         ],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)(?:xox[abposre]-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})",
-            accept: whole,
-        },
         gate: Gate::Tail(10),
+        find: Find::Shapes(
+            &[
+                &[Lit("xoxe.xoxb-"), Run(AlnumDash, 10, MANY)],
+                &[Lit("xoxe.xoxp-"), Run(AlnumDash, 10, MANY)],
+                &[
+                    Lit("xox"),
+                    Run(OneOf(b"abposre"), 1, 1),
+                    Lit("-"),
+                    Run(AlnumDash, 10, MANY),
+                ],
+                &[
+                    Lit("xapp-"),
+                    Run(Digit, 1, 1),
+                    Lit("-"),
+                    Run(AlnumDash, 10, MANY),
+                ],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "slack-webhook",
         markers: &["hooks.slack.com"],
+        gate: Gate::Any,
         find: Find::Regex {
-            pattern: r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/-]{20,})",
+            pattern: r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/-]{20,})",
             accept: group_s,
         },
-        gate: Gate::Any,
     },
     Rule {
         kind: "discord-webhook",
         markers: &["/api/webhooks/"],
+        gate: Gate::Any,
         find: Find::Regex {
-            pattern: r"(?i)discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/(?P<s>[A-Za-z0-9_-]{30,})",
+            pattern: r"discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/(?P<s>[A-Za-z0-9_-]{30,})",
             accept: group_s,
         },
-        gate: Gate::Any,
     },
     Rule {
         kind: "stripe-key",
         markers: &["sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
-            accept: whole,
-        },
         gate: Gate::Tail(16),
+        find: Find::Shapes(
+            &[
+                &[Lit("sk_live_"), Run(Alnum, 16, MANY)],
+                &[Lit("rk_live_"), Run(Alnum, 16, MANY)],
+                &[Lit("sk_test_"), Run(Alnum, 16, MANY)],
+                &[Lit("rk_test_"), Run(Alnum, 16, MANY)],
+                &[Lit("whsec_"), Run(Alnum, 24, MANY)],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "anthropic-key",
         markers: &["sk-ant-"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)sk-ant-[A-Za-z0-9_-]{20,}",
-            accept: whole,
-        },
         gate: Gate::Tail(20),
+        find: Find::Shapes(&[&[Lit("sk-ant-"), Run(Base64Url, 20, MANY)]], any),
     },
     Rule {
         kind: "openai-key",
         markers: &["sk-"],
-        // Dashes are allowed only after a known infix, so `sk-spinner-circle-bounce` stays.
-        find: Find::Regex {
-            pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})",
-            accept: random,
-        },
         gate: Gate::Tail(20),
+        // Dashes are allowed only after a known infix, so `sk-spinner-circle-bounce` stays.
+        find: Find::Shapes(
+            &[
+                &[Lit("sk-proj-"), Run(Base64Url, 20, MANY)],
+                &[Lit("sk-svcacct-"), Run(Base64Url, 20, MANY)],
+                &[Lit("sk-admin-"), Run(Base64Url, 20, MANY)],
+                &[Lit("sk-None-"), Run(Base64Url, 20, MANY)],
+                &[Lit("sk-"), Run(Alnum, 32, MANY)],
+            ],
+            random_body,
+        ),
     },
     Rule {
         kind: "huggingface-token",
         markers: &["hf_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)hf_[A-Za-z0-9]{30,}",
-            accept: random_or_mixed_case,
-        },
         gate: Gate::Tail(30),
+        find: Find::Shapes(&[&[Lit("hf_"), Run(Alnum, 30, MANY)]], random_or_mixed_case),
     },
     Rule {
         kind: "npm-token",
         markers: &["npm_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)npm_[A-Za-z0-9]{36,}",
-            accept: random,
-        },
         gate: Gate::Tail(36),
+        find: Find::Shapes(&[&[Lit("npm_"), Run(Alnum, 36, MANY)]], random_body),
     },
     Rule {
         kind: "pypi-token",
         markers: &["pypi-AgE"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)pypi-AgE[A-Za-z0-9_-]{50,}",
-            accept: whole,
-        },
         gate: Gate::Tail(50),
+        find: Find::Shapes(&[&[Lit("pypi-AgE"), Run(Base64Url, 50, MANY)]], any),
     },
     Rule {
         kind: "sendgrid-key",
         markers: &["SG."],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
-            accept: whole,
-        },
         gate: Gate::Tail(33),
+        find: Find::Shapes(
+            &[&[
+                Lit("SG."),
+                Run(Base64Url, 16, 32),
+                Lit("."),
+                Run(Base64Url, 16, 64),
+            ]],
+            any,
+        ),
     },
     Rule {
         kind: "twilio-api-key",
         markers: &["SK"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)",
-            accept: whole,
-        },
         gate: Gate::Tail(32),
+        find: Find::Shapes(&[&[Lit("SK"), Run(Hex, 32, 32), End]], any),
     },
     Rule {
         kind: "twilio-auth-token",
         markers: &["twilio"],
+        gate: Gate::Any,
         find: Find::Regex {
-            pattern: r#"(?i)twilio[_-]?auth[_-]?token["']?[\t ]*[:=][\t ]*["']?(?P<s>[0-9a-f]{32})"#,
+            pattern: r#"(?:TWILIO_AUTH_TOKEN|twilio_auth_token|twilioAuthToken|TwilioAuthToken)["']?[\t ]*[:=][\t ]*["']?(?P<s>[0-9a-fA-F]{32})"#,
             accept: group_s,
         },
-        gate: Gate::Any,
     },
     Rule {
         kind: "shopify-token",
         markers: &["shpat_", "shpss_", "shpca_", "shppa_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
-            accept: whole,
-        },
         gate: Gate::Tail(32),
+        find: Find::Shapes(
+            &[
+                &[Lit("shpat_"), Run(Hex, 32, 32)],
+                &[Lit("shpss_"), Run(Hex, 32, 32)],
+                &[Lit("shpca_"), Run(Hex, 32, 32)],
+                &[Lit("shppa_"), Run(Hex, 32, 32)],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "digitalocean-token",
         markers: &["dop_v1_", "doo_v1_", "dor_v1_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)do[opr]_v1_[a-f0-9]{64}",
-            accept: whole,
-        },
         gate: Gate::Tail(64),
+        find: Find::Shapes(
+            &[
+                &[Lit("dop_v1_"), Run(LowerHex, 64, 64)],
+                &[Lit("doo_v1_"), Run(LowerHex, 64, 64)],
+                &[Lit("dor_v1_"), Run(LowerHex, 64, 64)],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "databricks-token",
         markers: &["dapi"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)dapi[a-f0-9]{32}(?:-[0-9]+)?",
-            accept: random,
-        },
         gate: Gate::Tail(32),
+        find: Find::Shapes(&[&[Lit("dapi"), Run(LowerHex, 32, 32)]], random_body),
     },
     Rule {
         kind: "docker-token",
         markers: &["dckr_pat_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)dckr_pat_[A-Za-z0-9_-]{20,}",
-            accept: whole,
-        },
         gate: Gate::Tail(20),
+        find: Find::Shapes(&[&[Lit("dckr_pat_"), Run(Base64Url, 20, MANY)]], any),
     },
     Rule {
         kind: "vault-token",
         markers: &["hvs.", "hvb."],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)hv[sb]\.[A-Za-z0-9_-]{24,}",
-            accept: whole,
-        },
         gate: Gate::Tail(24),
+        find: Find::Shapes(
+            &[
+                &[Lit("hvs."), Run(Base64Url, 24, MANY)],
+                &[Lit("hvb."), Run(Base64Url, 24, MANY)],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "grafana-token",
         markers: &["glsa_", "glc_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})",
-            accept: whole,
-        },
         gate: Gate::Tail(32),
+        find: Find::Shapes(
+            &[
+                &[Lit("glsa_"), Run(Alnum, 32, 32), Lit("_"), Run(Hex, 8, 8)],
+                &[Lit("glc_"), Run(Base64, 32, MANY), Run(OneOf(b"="), 0, 2)],
+            ],
+            any,
+        ),
     },
     Rule {
         kind: "groq-key",
         markers: &["gsk_"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)gsk_[A-Za-z0-9]{40,}",
-            accept: random,
-        },
         gate: Gate::Tail(40),
+        find: Find::Shapes(&[&[Lit("gsk_"), Run(Alnum, 40, MANY)]], random_body),
     },
     Rule {
         kind: "xai-key",
         markers: &["xai-"],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)xai-[A-Za-z0-9]{40,}",
-            accept: random,
-        },
         gate: Gate::Tail(40),
+        find: Find::Shapes(&[&[Lit("xai-"), Run(Alnum, 40, MANY)]], random_body),
     },
     Rule {
         kind: "telegram-bot-token",
         markers: &[":AA"],
-        // Also inside the API's URLs, where the token follows `/bot` with no word boundary.
-        find: Find::Regex {
-            pattern: r"(?:(?-u:\b)|bot)(?P<s>[0-9]{8,10}:AA[A-Za-z0-9_-]{33,})",
-            accept: group_s,
-        },
         gate: Gate::Tail(33),
+        find: Find::Parse(parsers::telegram_tokens),
     },
     Rule {
         kind: "discord-token",
         // No literal marks these tokens; the dots around their six-character middle do.
         markers: &["."],
-        find: Find::Regex {
-            pattern: r"(?-u:\b)(?P<id>[MNO][A-Za-z0-9_-]{23,27})\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}",
-            accept: discord_token,
-        },
         gate: Gate::Check(discord_middle_segment),
+        find: Find::Parse(parsers::discord_tokens),
     },
     Rule {
         kind: "password-in-url",
         markers: &["://"],
-        // scheme://user:PASSWORD@host: the password may hold `@` or `:`, so take the last `@`
-        // before the path; the scheme, the user and the host are kept.
-        find: Find::Regex {
-            pattern: r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]{1,30}://[^ \t\r\n:/@?#'"<>\[\]]*:(?P<s>[^ \t\r\n/?#'"<>]+)@[a-z0-9\[_%-]"#,
-            accept: group_s_unless_placeholder,
-        },
         gate: Gate::Check(url_with_password),
+        find: Find::Parse(parsers::url_passwords),
     },
     Rule {
         kind: "authorization-header",
         markers: &["authorization"],
-        find: Find::Regex {
-            pattern: r#"(?i)authorization["']?[\t ]*[:=][\t ]*["']?(?:(?P<scheme>bearer|basic|token|bot|negotiate|ntlm|apikey|api-key|sso-key|hmac|key)[\t ]+)?(?P<s>[^ \t\r\n"',;\\]+)"#,
-            accept: authorization_value,
-        },
         gate: Gate::Check(then_operator),
+        find: Find::Parse(parsers::authorization_headers),
     },
     Rule {
         kind: "bearer-token",
         markers: &["bearer"],
-        find: Find::Regex {
-            pattern: r"(?i)(?-u:\b)bearer[\t ]+(?P<s>[A-Za-z0-9._~+/-]{8,}=*)",
-            accept: random_group_s,
-        },
         gate: Gate::Check(then_blank_and_token),
+        find: Find::Parse(parsers::bearer_tokens),
     },
     Rule {
         kind: "curl-user-password",
         markers: &["curl"],
+        gate: Gate::Check(curl_with_user),
         find: Find::Regex {
-            pattern: r#"(?-u:\b)curl(?-u:\b)[^\n]*?[\t ](?:-u|--user)(?:[\t ]+|=)?["']?[^ \t\r\n:"']+:(?P<s>[^ \t\r\n"']+)"#,
+            pattern: r#"\bcurl\b[^\n]*?[\t ](?:-u|--user)(?:[\t ]+|=)?["']?[^ \t\r\n:"']+:(?P<s>[^ \t\r\n"']+)"#,
             accept: group_s_unless_placeholder,
         },
-        gate: Gate::Check(curl_with_user),
+    },
+    Rule {
+        kind: "cli-password",
+        markers: &["mysql", "sshpass"],
+        gate: Gate::Check(dash_p_follows),
+        find: Find::Parse(parsers::command_line_passwords),
     },
     Rule {
         kind: "netrc-password",
         markers: &["machine", "login"],
-        find: Find::Regex {
-            pattern: r#"(?i)(?-u:\b)(?:machine|login)[\t ]+[^ \t\r\n]+[ \t\r\n]+password[\t ]+["']?(?P<s>[^ \t\r\n"']+)"#,
-            accept: group_s_unless_placeholder,
-        },
         gate: Gate::Check(password_follows),
+        find: Find::Parse(parsers::netrc_passwords),
     },
     Rule {
         kind: "sql-password",
         markers: &["identified", "password"],
-        find: Find::Regex {
-            pattern: r#"(?i)(?:identified[\t ]+by|with[\t ]+(?:encrypted[\t ]+)?password)[\t ]+['"](?P<s>[^'"\r\n]+)['"]"#,
-            accept: group_s_unless_placeholder,
-        },
         gate: Gate::Check(sql_password_clause),
+        find: Find::Parse(parsers::sql_passwords),
     },
     Rule {
         kind: "assignment",
@@ -596,6 +622,10 @@ pub(crate) fn redact<'t>(text: &'t str, markers: &Markers) -> (Cow<'t, str>, u32
                     .filter_map(|caps| accept(&current, &caps))
                     .collect()
             }
+            Find::Shapes(shapes, judge) => shapes::find(&current, shapes)
+                .into_iter()
+                .filter(|range| judge(&current[range.clone()]))
+                .collect(),
             Find::Parse(parse) => parse(&current),
         };
         if let Some((replaced, n)) = replace(&current, rule.kind, spans) {
@@ -608,16 +638,19 @@ pub(crate) fn redact<'t>(text: &'t str, markers: &Markers) -> (Cow<'t, str>, u32
 
 /// Replaces `spans` (in order) of `text` with `[REDACTED:<kind>]`; returns the new text and the
 /// number of replacements, or `None` when nothing was replaced.
-fn replace(text: &str, kind: &str, spans: Vec<Range<usize>>) -> Option<(String, u32)> {
+fn replace(text: &str, kind: &str, mut spans: Vec<Range<usize>>) -> Option<(String, u32)> {
     if spans.is_empty() {
         return None;
     }
+    // Finders report spans in order; sorting is cheap insurance for the sweep below.
+    spans.sort_by_key(|span| span.start);
     let done = redactions(text);
+    let mut pending = done.as_slice();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut count = 0u32;
     for span in spans {
-        let Some(span) = outside_redactions(text, span, &done) else {
+        let Some(span) = outside_redactions(text, span, &mut pending) else {
             continue;
         };
         // A span reaching past an earlier one (a value running to the end of its line) was
@@ -664,19 +697,23 @@ fn redactions(text: &str) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Keeps a span clear of earlier redactions: a span starting inside one is dropped, and a span
-/// running into one stops before it, so no rule ever rewrites another rule's marker.
+/// Keeps a span clear of earlier redactions (`done`, sorted, consumed from the front as spans
+/// move right): a span starting inside one is dropped, and a span running into one stops
+/// before it, so no rule ever rewrites another rule's marker.
 fn outside_redactions(
     text: &str,
     span: Range<usize>,
-    done: &[Range<usize>],
+    done: &mut &[Range<usize>],
 ) -> Option<Range<usize>> {
+    while done.first().is_some_and(|marker| marker.end <= span.start) {
+        *done = &done[1..];
+    }
     let mut span = span;
-    for marker in done {
-        if marker.start <= span.start && span.start < marker.end {
+    if let Some(marker) = done.first() {
+        if marker.start <= span.start {
             return None;
         }
-        if span.start < marker.start && marker.start < span.end {
+        if marker.start < span.end {
             let kept = text
                 .get(span.start..marker.start)
                 .map_or(0, |before| before.trim_end().len());
@@ -686,13 +723,7 @@ fn outside_redactions(
     (!span.is_empty()).then_some(span)
 }
 
-/// The text of a capture group, if it lies on character boundaries.
-fn group<'t>(text: &'t str, caps: &Captures<'_>, name: &str) -> Option<(&'t str, Range<usize>)> {
-    let range = caps.name(name)?.range();
-    Some((text.get(range.clone())?, range))
-}
-
-/// The secret group `s` when the rule has one, else the whole match.
+/// The secret group `s` when the rule has one, else the whole match, if on character boundaries.
 fn secret<'t>(text: &'t str, caps: &Captures<'_>) -> Option<(&'t str, Range<usize>)> {
     let range = caps.name("s").or_else(|| caps.get(0))?.range();
     Some((text.get(range.clone())?, range))
@@ -712,82 +743,28 @@ fn group_s_unless_placeholder(text: &str, caps: &Captures<'_>) -> Option<Range<u
     (!keys::is_placeholder(value)).then_some(range)
 }
 
-/// Accepts prefixed tokens only when their body looks random, so a slug that merely starts
-/// like a token (`sk-proj-management-dashboard-settings`) is left alone.
-fn random(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let (value, range) = secret(text, caps)?;
-    let body = value.split_once(['_', '-']).map_or(value, |(_, body)| body);
-    keys::looks_random(body).then_some(range)
+/// Every match of a specific enough shape is a secret.
+fn any(_: &str) -> bool {
+    true
 }
 
-fn random_group_s(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let (value, range) = secret(text, caps)?;
-    (keys::looks_random(value) && !keys::is_placeholder(value)).then_some(range)
+/// Accepts prefixed tokens only when their body looks random, so a slug that merely starts
+/// like a token (`sk-proj-management-dashboard-settings`) is left alone.
+fn random_body(token: &str) -> bool {
+    keys::looks_random(token.split_once(['_', '-']).map_or(token, |(_, body)| body))
 }
 
 /// Hugging Face tokens are letters only, but random letters mix cases.
-fn random_or_mixed_case(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let (value, range) = secret(text, caps)?;
-    let body = value.get(3..)?;
+fn random_or_mixed_case(token: &str) -> bool {
+    let body = token.get(3..).unwrap_or_default();
     let mixed = body.bytes().any(|b| b.is_ascii_uppercase())
         && body.bytes().any(|b| b.is_ascii_lowercase());
-    (mixed || keys::looks_random(body)).then_some(range)
+    mixed || keys::looks_random(body)
 }
 
-/// An `Authorization` value: anything after a scheme, or a token-shaped raw value.
-fn authorization_value(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let (value, range) = secret(text, caps)?;
-    if keys::is_placeholder(value) {
-        return None;
-    }
-    // Without a scheme, only a token-shaped value counts: `authorization = header[1]` is code.
-    let token_shaped = value.len() >= 16
-        && keys::looks_random(value)
-        && value.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'/' | b'=' | b'~')
-        });
-    (caps.name("scheme").is_some() || token_shaped).then_some(range)
-}
-
-/// A Discord bot token's first segment is the bot's numeric id in base64.
-fn discord_token(text: &str, caps: &Captures<'_>) -> Option<Range<usize>> {
-    let (id, _) = group(text, caps, "id")?;
-    let decoded = decode_base64url(id)?;
-    (decoded.len() >= 17 && decoded.iter().all(u8::is_ascii_digit))
-        .then(|| caps.get(0).map(|m| m.range()))?
-}
-
-/// Decodes unpadded base64 or base64url; `None` on a character outside both alphabets.
-fn decode_base64url(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut buffer = 0u32;
-    let mut bits = 0u32;
-    for byte in text.bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return None,
-        };
-        buffer = (buffer << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(u8::try_from(buffer >> bits).ok()?);
-            buffer &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
-}
-
-/// Gate of the Discord rule: a dot, six base64url characters, a dot.
+/// Gate of the Discord rule: an id's worth of base64url, a dot, six more, a dot, and more.
 fn discord_middle_segment(text: &[u8], start: usize, _: usize) -> bool {
-    text.get(start + 7) == Some(&b'.')
-        && text[start + 1..start + 7]
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    parsers::discord_middle(text, start)
 }
 
 /// Gate of the URL rule: `scheme://` followed, within the authority, by `:` and then `@`.
@@ -829,13 +806,30 @@ fn then_blank_and_token(text: &[u8], _: usize, end: usize) -> bool {
             .is_some_and(|&b| is_token_byte(b))
 }
 
+/// How far along a line the command gates look for a flag.
+const LINE_REACH: usize = 2048;
+
+/// The rest of the line after `end`, up to [`LINE_REACH`] bytes.
+fn rest_of_line(text: &[u8], end: usize) -> &[u8] {
+    let rest = &text[end..(end + LINE_REACH).min(text.len())];
+    rest.split(|&b| b == b'\n').next().unwrap_or_default()
+}
+
 /// Gate of the curl rule: `-u` or `--user` later on the same line.
 fn curl_with_user(text: &[u8], _: usize, end: usize) -> bool {
-    let line = text[end..]
-        .split(|&b| b == b'\n')
-        .next()
-        .unwrap_or_default();
-    line.windows(3).any(|w| w == b" -u" || w == b"\t-u") || line.windows(6).any(|w| w == b"--user")
+    let line = rest_of_line(text, end);
+    line.len() == LINE_REACH
+        || line.windows(3).any(|w| w == b" -u" || w == b"\t-u")
+        || line.windows(6).any(|w| w == b"--user")
+}
+
+/// Gate of the command-line password rule: ` -p` later on the same line.
+fn dash_p_follows(text: &[u8], _: usize, end: usize) -> bool {
+    let line = rest_of_line(text, end);
+    line.len() == LINE_REACH
+        || line
+            .windows(3)
+            .any(|w| (w[0] == b' ' || w[0] == b'\t') && w[1] == b'-' && w[2] == b'p')
 }
 
 /// Gate of the netrc rule: the word `password` within the next few hundred bytes.

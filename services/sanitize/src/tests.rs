@@ -302,6 +302,57 @@ fn structured_secrets_keep_their_context() {
             "curl -u admin:[REDACTED:curl-user-password] https://x".to_owned(),
         ),
         (
+            format!("mysql -u root -p{pw} shop"),
+            "mysql -u root -p[REDACTED:cli-password] shop".to_owned(),
+        ),
+        (
+            format!("sshpass -p '{pw}' ssh deploy@host"),
+            "sshpass -p '[REDACTED:cli-password]' ssh deploy@host".to_owned(),
+        ),
+        (
+            format!("CREATE USER app IDENTIFIED BY \"{pw}\";"),
+            "CREATE USER app IDENTIFIED BY \"[REDACTED:sql-password]\";".to_owned(),
+        ),
+        (
+            format!("machine api.example.com\n  login alice\n  password {pw}\n"),
+            "machine api.example.com\n  login alice\n  password [REDACTED:netrc-password]\n"
+                .to_owned(),
+        ),
+        (
+            format!("Authorization: {}", body(32)),
+            "Authorization: [REDACTED:authorization-header]".to_owned(),
+        ),
+        (
+            format!("Proxy-Authorization: Basic {}=", body(23)),
+            "Proxy-Authorization: Basic [REDACTED:authorization-header]".to_owned(),
+        ),
+        (
+            format!(
+                "apiVersion: v1\nkind: Secret\ndata:\n  password: {}==\n",
+                body(20)
+            ),
+            "apiVersion: v1\nkind: Secret\ndata:\n  password: [REDACTED:assignment]\n".to_owned(),
+        ),
+        (
+            format!("kubectl create secret generic db --from-literal=password={pw}"),
+            "kubectl create secret generic db --from-literal=password=[REDACTED:assignment]"
+                .to_owned(),
+        ),
+        (
+            format!(
+                "https://api.telegram.org/bot1234567890:AA{}/getMe",
+                body(33)
+            ),
+            "https://api.telegram.org/bot[REDACTED:telegram-bot-token]/getMe".to_owned(),
+        ),
+        (
+            format!(
+                "git clone https://oauth2:glpat-{}@gitlab.com/g/p.git",
+                body(20)
+            ),
+            "git clone https://oauth2:[REDACTED:gitlab-token]@gitlab.com/g/p.git".to_owned(),
+        ),
+        (
             format!("GITHUB_TOKEN=ghp_{} DB_PASSWORD={pw}", body(36)),
             "GITHUB_TOKEN=[REDACTED:github-token] DB_PASSWORD=[REDACTED:assignment]".to_owned(),
         ),
@@ -366,6 +417,25 @@ fn lookalikes_in_code_and_prose_survive() {
         "password = getpass.getpass()",
         "key: value",
         "sha: 3f786850e387550fdab836ed7c6dc881de23001b",
+        "mysql -u root -p",
+        "mysql -h db.internal -P 3306 -u app shop",
+        "authorization = request.headers[1]",
+        "Use Bearer authentication for every request.",
+        "DATABASE_URL=mysql://root:@localhost/app",
+        "Enter your login name and password below.",
+        "token = Name",
+        "self.credentials = authorizer",
+        "const auth = !headers || !headers['www-authenticate'];",
+        "Token.Keyword: \"bold #A3AAB2\",",
+        "id-token: write",
+        "needless_pass_by_value = \"allow\"",
+        "pub const TOKEN: &str = \"$serde_json::private::RawValue\";",
+        "credentials = '{0}:{1}'.format(user, passwd)",
+        "random_device(const std::string& __token = \"/dev/urandom\")",
+        "let tokens = quote! { #name };",
+        "impl<'token: 'iter, I> Lexed<I> {",
+        "ClientSecret => \"CLIENT_SECRET\",",
+        "www.github.com and docs.github.com",
         "id: 550e8400-e29b-41d4-a716-446655440000",
     ]);
 }
@@ -382,6 +452,7 @@ fn clean_json_cleans_nested_strings_and_secret_fields() {
         "input_tokens": 99,
         "prompt": "keep <private>this</private> out",
         "placeholder": {"password": "${DB_PASSWORD}"},
+        "headers": {"Authorization": "Basic YWxpY2U6czNjcmV0", "Accept": "*/*"},
     });
     let report = sanitizer().clean_json(&mut value);
     assert_eq!(
@@ -395,12 +466,13 @@ fn clean_json_cleans_nested_strings_and_secret_fields() {
             "input_tokens": 99,
             "prompt": "keep [PRIVATE] out",
             "placeholder": {"password": "${DB_PASSWORD}"},
+            "headers": {"Authorization": "[REDACTED:assignment]", "Accept": "*/*"},
         })
     );
     assert_eq!(
         report,
         Report {
-            secrets_redacted: 4,
+            secrets_redacted: 5,
             private_blocks: 1,
             system_tags_stripped: 1,
             truncated: false
@@ -664,5 +736,348 @@ fn corpus_survives_json_round_trip() {
             "{}: {stored}",
             sample.name
         );
+    }
+}
+
+/// A small xorshift generator for the property tests below.
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+
+    fn string(&mut self, alphabet: &str, len: usize) -> String {
+        let bytes = alphabet.as_bytes();
+        (0..len)
+            .map(|_| char::from(bytes[(self.next() % bytes.len() as u64) as usize]))
+            .collect()
+    }
+}
+
+#[test]
+fn assignment_values_never_survive() {
+    // Random secret-looking values (a letter or digit first, punctuation inside, at least one
+    // letter and digit) under secret keys, in every assignment syntax the rules know.
+    let keys = [
+        "password",
+        "DB_PASSWORD",
+        "api_key",
+        "apiKey",
+        "X-Api-Key",
+        "client_secret",
+        "GITHUB_TOKEN",
+        "auth_token",
+        "secret",
+        "PGPASSWORD",
+        "access_token",
+        "privateKey",
+        "passphrase",
+        "AWS_SECRET_ACCESS_KEY",
+        "db.password",
+        "SecretKey",
+        "token",
+    ];
+    let forms = [
+        "{k}={v}",
+        "export {k}={v}",
+        "{k}=\"{v}\"",
+        "{k}='{v}'",
+        "{k} = \"{v}\"",
+        "{k} = {v}",
+        "{k}: {v}",
+        "  {k}: \"{v}\"",
+        "\"{k}\": \"{v}\"",
+        "{\"{k}\":\"{v}\"}",
+        "{k} := \"{v}\"",
+        "'{k}' => '{v}'",
+        "cmd --{k} {v}",
+        "cmd --{k}={v}",
+        "GET /x?{k}={v}&y=1",
+        "header {k}: {v}",
+        "- {k}={v}",
+        "{k}: {v} # note",
+        "  - {k}: {v}\n",
+        "[section]\n{k} = {v}\n",
+        "env:\n  {k}: {v}\n",
+        "{\\\"{k}\\\": \\\"{v}\\\"}",
+        "set {k}={v}",
+        "docker run -e {k}={v} img",
+        "const {k}: &str = \"{v}\";",
+        "{k}: '{v}',",
+    ];
+    let s = sanitizer();
+    let mut rng = Xorshift(0xdead_beef_cafe_f00d);
+    let mut failures = Vec::new();
+    for _ in 0..20_000 {
+        let len = 6 + (rng.next() % 30) as usize;
+        let value = format!(
+            "{}{}7q",
+            rng.string(
+                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+                1
+            ),
+            rng.string(
+                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!%^*+=~-_./@:?,;",
+                len
+            )
+        );
+        let text = rng
+            .pick(&forms)
+            .replace("{k}", rng.pick(&keys))
+            .replace("{v}", &value);
+        let (cleaned, _) = s.clean_text(&text);
+        // Trailing punctuation may rightly be read as the end of a statement.
+        let core = value.trim_end_matches([',', ';', ':', '.', '?']);
+        if cleaned.contains(core) {
+            failures.push(format!("{text:?} -> {cleaned:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn provider_tokens_are_redacted_in_any_context() {
+    let contexts = [
+        "{t}",
+        "`{t}`",
+        "({t})",
+        "\"{t}\"",
+        "'{t}'",
+        "x={t}",
+        "x: {t}",
+        "<{t}>",
+        "[{t}]",
+        "{t}.",
+        "{t},",
+        "url?k={t}&z",
+        "\n{t}\n",
+        "é{t}é",
+        "* {t} *",
+        "{\"a\":\"{t}\"}",
+        "--opt={t}",
+        "echo {t} | tee",
+        "→{t}←",
+        "key={t};",
+        "\t{t}\r\n",
+    ];
+    let s = sanitizer();
+    let mut failures = Vec::new();
+    // Samples whose secret is recognisable by its shape alone, without the line around it.
+    let names = [
+        "aws-access-key-id",
+        "aws-session-key-id",
+        "gcp-api-key",
+        "github-classic-token",
+        "github-oauth-token-in-url",
+        "github-app-token",
+        "github-fine-grained-pat",
+        "gitlab-pat",
+        "gitlab-deploy-token",
+        "gitlab-runner-token",
+        "slack-bot-token",
+        "slack-user-token",
+        "slack-app-token",
+        "stripe-live-secret",
+        "stripe-test-secret",
+        "stripe-restricted",
+        "stripe-webhook-secret",
+        "openai-project-key",
+        "openai-legacy-key",
+        "anthropic-key",
+        "huggingface-token",
+        "npm-token",
+        "pypi-token",
+        "sendgrid-key",
+        "twilio-api-key",
+        "discord-bot-token",
+        "telegram-bot-token",
+        "jwt-bearer",
+        "gcp-oauth-client-secret",
+        "gcp-oauth-access-token",
+        "shopify-token",
+        "digitalocean-token",
+        "databricks-token",
+        "docker-hub-token",
+        "vault-token",
+        "grafana-service-account",
+        "groq-key",
+        "xai-key",
+    ];
+    let samples = corpus::secrets();
+    let shaped = names.iter().map(|name| {
+        samples
+            .iter()
+            .find(|sample| sample.name == *name)
+            .unwrap_or_else(|| panic!("no sample {name}"))
+    });
+    for sample in shaped {
+        for context in contexts {
+            let text = context.replace("{t}", &sample.secret);
+            let (cleaned, _) = s.clean_text(&text);
+            if cleaned.contains(&sample.secret) {
+                failures.push(format!("{}: {text:?} -> {cleaned:?}", sample.name));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_kind_is_exercised_by_the_corpus() {
+    let expected = [
+        "anthropic-key",
+        "assignment",
+        "authorization-header",
+        "aws-access-key",
+        "aws-secret-key",
+        "azure-sas-token",
+        "azure-storage-key",
+        "bearer-token",
+        "cli-password",
+        "curl-user-password",
+        "databricks-token",
+        "digitalocean-token",
+        "discord-token",
+        "discord-webhook",
+        "docker-token",
+        "gcp-api-key",
+        "gcp-oauth-secret",
+        "gcp-oauth-token",
+        "github-token",
+        "gitlab-token",
+        "grafana-token",
+        "groq-key",
+        "huggingface-token",
+        "jwt",
+        "netrc-password",
+        "npm-token",
+        "openai-key",
+        "password-in-url",
+        "private-key",
+        "pypi-token",
+        "secret-flag",
+        "sendgrid-key",
+        "shopify-token",
+        "slack-token",
+        "slack-webhook",
+        "sql-password",
+        "stripe-key",
+        "telegram-bot-token",
+        "twilio-api-key",
+        "twilio-auth-token",
+        "vault-token",
+        "xai-key",
+    ];
+    let s = sanitizer();
+    let mut seen = std::collections::BTreeSet::new();
+    for sample in corpus::secrets() {
+        let (cleaned, _) = s.clean_text(&sample.text);
+        for (start, _) in cleaned.match_indices("[REDACTED:") {
+            let kind = &cleaned[start + "[REDACTED:".len()..];
+            seen.insert(kind[..kind.find(']').unwrap_or(kind.len())].to_owned());
+        }
+    }
+    let missing: Vec<_> = expected
+        .iter()
+        .filter(|kind| !seen.contains(**kind))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "kinds without a corpus sample: {missing:?}"
+    );
+    let unknown: Vec<_> = seen
+        .iter()
+        .filter(|kind| !expected.contains(&kind.as_str()))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "kinds missing from this list: {unknown:?}"
+    );
+}
+
+#[test]
+fn any_mix_of_syntax_and_multibyte_text_is_handled() {
+    // Random mixes of the rules' syntax with multi-byte characters: nothing may panic, and
+    // cleaning must stay idempotent.
+    let pieces = [
+        "token",
+        "=",
+        ":",
+        " ",
+        "→",
+        "é",
+        "中",
+        "😀",
+        "\"",
+        "'",
+        "`",
+        "password",
+        "let ",
+        "(",
+        ",",
+        "\n",
+        "--",
+        " -p",
+        "mysql",
+        "sshpass",
+        "://",
+        "@",
+        "Bearer ",
+        "authorization: ",
+        "Basic ",
+        "<private>",
+        "</private>",
+        "<system-reminder>",
+        "</system-reminder>",
+        "eyJ",
+        ".",
+        "ghp_",
+        "sk-",
+        "x",
+        "1",
+        "Q9",
+        "machine ",
+        "login ",
+        "identified by ",
+        "with password ",
+        ":AA",
+        "-----BEGIN PRIVATE KEY-----",
+        "-----END PRIVATE KEY-----",
+        "\\\"",
+        "{",
+        "}",
+        "[",
+        "]",
+        "?",
+        "&",
+        "$",
+        "#",
+        "PASSWORD",
+        "api_key",
+        "self.",
+        "secret",
+        "key",
+    ];
+    let s = sanitizer();
+    let mut rng = Xorshift(0x0bad_cafe_1234_5678);
+    for _ in 0..20_000 {
+        let n = 1 + (rng.next() % 24) as usize;
+        let text: String = (0..n).map(|_| rng.pick(&pieces)).collect();
+        let (once, _) = s.clean_text(&text);
+        let (twice, report) = s.clean_text(&once);
+        assert_eq!(twice, once, "not idempotent for {text:?}");
+        assert!(
+            report.is_clean(),
+            "second pass reported {report:?} for {text:?}"
+        );
+        let _ = s.truncate(&text);
     }
 }

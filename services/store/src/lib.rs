@@ -7,8 +7,8 @@
 
 pub mod fts;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::sqlite::SqliteSynchronous;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use std::path::{Path, PathBuf};
 use std::str::FromStr as _;
 use std::sync::Once;
@@ -151,13 +151,15 @@ fn register_sqlite_vec() {
         // signature (the crate declares it without arguments); SQLite calls it with those
         // arguments for each new connection. Registration happens once, before pools open.
         let rc = unsafe {
-            let init: Init = std::mem::transmute::<*const (), Init>(
-                sqlite_vec::sqlite3_vec_init as *const (),
-            );
+            let init: Init =
+                std::mem::transmute::<*const (), Init>(sqlite_vec::sqlite3_vec_init as *const ());
             libsqlite3_sys::sqlite3_auto_extension(Some(init))
         };
         if rc != 0 {
-            tracing::error!(rc, "registering sqlite-vec failed; vector search is unavailable");
+            tracing::error!(
+                rc,
+                "registering sqlite-vec failed; vector search is unavailable"
+            );
         }
     });
 }

@@ -42,9 +42,15 @@ struct Bed {
 impl Bed {
     async fn start(ingest_running: bool) -> anyhow::Result<Bed> {
         let home = tempfile::tempdir()?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let binary = nats_server::find(std::env::var_os("MNEME_NATS_SERVER").map(PathBuf::from).as_deref())
-            .context(nats_server::INSTALL_HINT)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let binary = nats_server::find(
+            std::env::var_os("MNEME_NATS_SERVER")
+                .map(PathBuf::from)
+                .as_deref(),
+        )
+        .context(nats_server::INSTALL_HINT)?;
         let nats = LocalNats::start(&binary, port, &home.path().join("nats")).await?;
         let mut common = common::CommonArgs::from_env();
         common.nats_url = nats.url.clone();
@@ -54,9 +60,20 @@ impl Bed {
         let client = async_nats::connect(&nats.url).await?;
         common::streams::ensure(&async_nats::jetstream::new(client)).await?;
         let ingest = ingest_running.then(|| {
-            tokio::spawn(ingest::run(common.clone(), ingest::IngestArgs::default(), shutdown.clone()))
+            tokio::spawn(ingest::run(
+                common.clone(),
+                ingest::IngestArgs::default(),
+                shutdown.clone(),
+            ))
         });
-        Ok(Bed { nats: Some(nats), port, home, common, shutdown, ingest })
+        Ok(Bed {
+            nats: Some(nats),
+            port,
+            home,
+            common,
+            shutdown,
+            ingest,
+        })
     }
 
     async fn stop(mut self) {
@@ -90,7 +107,9 @@ fn hook_binary() -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut build = Command::new(cargo);
-    build.current_dir(root).args(["build", "--quiet", "--bin", "mneme-hook"]);
+    build
+        .current_dir(root)
+        .args(["build", "--quiet", "--bin", "mneme-hook"]);
     if dir.ends_with("release") {
         build.arg("--release");
     }
@@ -100,7 +119,9 @@ fn hook_binary() -> anyhow::Result<PathBuf> {
 }
 
 fn typical_payload(i: usize) -> Vec<u8> {
-    let stdout: String = (0..40).map(|n| format!("test module::case_{n} ... ok\n")).collect();
+    let stdout: String = (0..40)
+        .map(|n| format!("test module::case_{n} ... ok\n"))
+        .collect();
     serde_json::json!({
         "session_id": "bench-session",
         "transcript_path": "/home/dev/.claude/projects/-home-dev-app/bench-session.jsonl",
@@ -133,7 +154,10 @@ fn run_hook(binary: &Path, env: &[(&str, String)], payload: &[u8]) -> anyhow::Re
 }
 
 async fn hook() -> anyhow::Result<()> {
-    let runs: usize = std::env::var("MNEME_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
+    let runs: usize = std::env::var("MNEME_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
     let binary = hook_binary()?;
     let mut bed = Bed::start(true).await?;
     let env = vec![
@@ -148,9 +172,18 @@ async fn hook() -> anyhow::Result<()> {
         up.push(run_hook(&binary, &env, &typical_payload(1000 + i))?);
     }
     let spool = bed.home.path().join("spool");
-    anyhow::ensure!(!has_spooled(&spool), "events were spooled while nats was up");
+    anyhow::ensure!(
+        !has_spooled(&spool),
+        "events were spooled while nats was up"
+    );
     let up = sorted(up);
-    println!("nats up:   runs={runs} p50={:.2}ms p90={:.2}ms p99={:.2}ms max={:.2}ms", percentile(&up, 50.0), percentile(&up, 90.0), percentile(&up, 99.0), up[up.len() - 1]);
+    println!(
+        "nats up:   runs={runs} p50={:.2}ms p90={:.2}ms p99={:.2}ms max={:.2}ms",
+        percentile(&up, 50.0),
+        percentile(&up, 90.0),
+        percentile(&up, 99.0),
+        up[up.len() - 1]
+    );
 
     if let Some(nats) = bed.nats.take() {
         nats.stop().await;
@@ -159,9 +192,18 @@ async fn hook() -> anyhow::Result<()> {
     for i in 0..runs {
         down.push(run_hook(&binary, &env, &typical_payload(10_000 + i))?);
     }
-    anyhow::ensure!(has_spooled(&spool), "nothing was spooled while nats was down");
+    anyhow::ensure!(
+        has_spooled(&spool),
+        "nothing was spooled while nats was down"
+    );
     let down = sorted(down);
-    println!("nats down: runs={runs} p50={:.2}ms p90={:.2}ms p99={:.2}ms max={:.2}ms", percentile(&down, 50.0), percentile(&down, 90.0), percentile(&down, 99.0), down[down.len() - 1]);
+    println!(
+        "nats down: runs={runs} p50={:.2}ms p90={:.2}ms p99={:.2}ms max={:.2}ms",
+        percentile(&down, 50.0),
+        percentile(&down, 90.0),
+        percentile(&down, 99.0),
+        down[down.len() - 1]
+    );
     bed.stop().await;
     println!(
         "hook: p50_ms={:.2} p99_ms={:.2} down_p50_ms={:.2} down_p99_ms={:.2} runs={runs}",
@@ -174,11 +216,15 @@ async fn hook() -> anyhow::Result<()> {
 }
 
 fn has_spooled(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|mut e| e.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "ev"))))
+    std::fs::read_dir(dir).is_ok_and(|mut e| {
+        e.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "ev")))
+    })
 }
 
 fn bench_event(i: usize, session: usize) -> proto::Event {
-    let stdout: String = (0..40).map(|n| format!("test module::case_{n} ... ok\n")).collect();
+    let stdout: String = (0..40)
+        .map(|n| format!("test module::case_{n} ... ok\n"))
+        .collect();
     let now = common::now_ms();
     proto::Event {
         schema_version: proto::SCHEMA_VERSION,
@@ -193,7 +239,9 @@ fn bench_event(i: usize, session: usize) -> proto::Event {
         payload: Some(proto::event::Payload::PostTool(proto::ToolCall {
             tool_name: "Bash".into(),
             tool_use_id: format!("toolu_{i}"),
-            input_json: format!(r#"{{"command":"cargo test -p crate{i}","description":"run the tests with TOKEN=abc{i}def"}}"#),
+            input_json: format!(
+                r#"{{"command":"cargo test -p crate{i}","description":"run the tests with TOKEN=abc{i}def"}}"#
+            ),
             response_json: serde_json::json!({"stdout": stdout, "stderr": ""}).to_string(),
             ..Default::default()
         })),
@@ -201,20 +249,33 @@ fn bench_event(i: usize, session: usize) -> proto::Event {
     }
 }
 
-async fn publish(js: &async_nats::jetstream::Context, event: &proto::Event) -> anyhow::Result<async_nats::jetstream::context::PublishAckFuture> {
+async fn publish(
+    js: &async_nats::jetstream::Context,
+    event: &proto::Event,
+) -> anyhow::Result<async_nats::jetstream::context::PublishAckFuture> {
     let mut headers = async_nats::HeaderMap::new();
     headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
-    Ok(js.publish_with_headers(event.subject(), headers, event.encode_to_vec().into()).await?)
+    Ok(js
+        .publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
+        .await?)
 }
 
 async fn count(store: &store::Store) -> anyhow::Result<i64> {
-    let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM observations").fetch_one(store.pool()).await?;
+    let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM observations")
+        .fetch_one(store.pool())
+        .await?;
     Ok(n)
 }
 
 async fn ingest() -> anyhow::Result<()> {
-    let burst: usize = std::env::var("MNEME_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
-    let rate: usize = std::env::var("MNEME_BENCH_RATE").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);
+    let burst: usize = std::env::var("MNEME_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
+    let rate: usize = std::env::var("MNEME_BENCH_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
     let seconds: usize = 10;
 
     // Throughput: a backlog published while ingest is stopped, then drained.
@@ -236,9 +297,16 @@ async fn ingest() -> anyhow::Result<()> {
     let store = store::Store::open(&bed.common.db_path()).await?;
     let started = Instant::now();
     let shutdown = bed.shutdown.clone();
-    let handle = tokio::spawn(ingest::run(bed.common.clone(), ingest::IngestArgs::default(), shutdown));
+    let handle = tokio::spawn(ingest::run(
+        bed.common.clone(),
+        ingest::IngestArgs::default(),
+        shutdown,
+    ));
     while count(&store).await? < burst as i64 {
-        anyhow::ensure!(started.elapsed() < Duration::from_secs(600), "ingest did not drain the backlog");
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(600),
+            "ingest did not drain the backlog"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let drain = started.elapsed().as_secs_f64();
@@ -246,7 +314,9 @@ async fn ingest() -> anyhow::Result<()> {
     println!("backlog:   events={burst} seconds={drain:.2} events_per_s={throughput:.0}");
 
     // Lag: a steady rate for a while, then the spread of capture-to-commit times.
-    let (n,): (i64,) = sqlx::query_as("SELECT coalesce(max(id), 0) FROM observations").fetch_one(store.pool()).await?;
+    let (n,): (i64,) = sqlx::query_as("SELECT coalesce(max(id), 0) FROM observations")
+        .fetch_one(store.pool())
+        .await?;
     let steady_from = n;
     let total = rate * seconds;
     let tick = Duration::from_millis(10);
@@ -271,18 +341,30 @@ async fn ingest() -> anyhow::Result<()> {
     }
     let sending = started.elapsed().as_secs_f64();
     while count(&store).await? < (burst + total) as i64 {
-        anyhow::ensure!(started.elapsed() < Duration::from_secs(600), "ingest fell behind");
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(600),
+            "ingest fell behind"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let lags: Vec<(i64,)> = sqlx::query_as("SELECT stored_at - occurred_at FROM observations WHERE id > ?")
-        .bind(steady_from)
-        .fetch_all(store.pool())
-        .await?;
+    let lags: Vec<(i64,)> =
+        sqlx::query_as("SELECT stored_at - occurred_at FROM observations WHERE id > ?")
+            .bind(steady_from)
+            .fetch_all(store.pool())
+            .await?;
     let lags = sorted(lags.into_iter().map(|(l,)| l as f64).collect());
     let offered = sent as f64 / sending;
-    println!("steady:    offered_per_s={offered:.0} lag_p50_ms={:.0} lag_p95_ms={:.0} lag_p99_ms={:.0}", percentile(&lags, 50.0), percentile(&lags, 95.0), percentile(&lags, 99.0));
+    println!(
+        "steady:    offered_per_s={offered:.0} lag_p50_ms={:.0} lag_p95_ms={:.0} lag_p99_ms={:.0}",
+        percentile(&lags, 50.0),
+        percentile(&lags, 95.0),
+        percentile(&lags, 99.0)
+    );
     let size = store.size_bytes();
-    println!("store:     bytes={size} per_event={:.0}", size as f64 / (burst + total) as f64);
+    println!(
+        "store:     bytes={size} per_event={:.0}",
+        size as f64 / (burst + total) as f64
+    );
     store.close().await;
     drop(handle);
     bed.stop().await;
