@@ -128,7 +128,7 @@ impl App {
         )));
         let client = self.client().await;
         for service in ["ingest", "retrieval"] {
-            wait_until(Duration::from_secs(30), || async {
+            let healthy = wait_until(Duration::from_secs(30), || async {
                 use proto::Message as _;
                 client
                     .request(
@@ -138,8 +138,17 @@ impl App {
                     .await
                     .is_ok()
             })
-            .await
-            .unwrap_or_else(|_| panic!("{service} did not become healthy"));
+            .await;
+            if healthy.is_err() {
+                use futures::FutureExt as _;
+                let errors: Vec<String> = self
+                    .services
+                    .iter_mut()
+                    .filter_map(|h| h.now_or_never())
+                    .map(|r| format!("{r:?}"))
+                    .collect();
+                panic!("{service} did not become healthy; ended services: {errors:?}");
+            }
         }
     }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 /// Errors a caller may want to tell apart.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the store directory {path}: {source}")]
+    #[error("cannot create {path}: {source}")]
     CreateDir {
         path: PathBuf,
         source: std::io::Error,
@@ -52,14 +52,19 @@ impl Store {
                 source,
             })?;
         }
+        // Several services open the same new store at once (`mneme up`, compose). Switching a
+        // new file to WAL and migrating it both need the database to themselves, and sqlx
+        // serialises neither, so racing openers fail with "database is locked" or try to create
+        // the schema twice. An exclusive lock on a file beside the database makes them take
+        // turns; later opens find WAL set and the migrations applied.
+        let lock = lock_file(path).await?;
         let pool = pool(path, false, 4).await?;
-        MIGRATOR
-            .run(&pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
-                path: path.to_owned(),
-                source,
-            })?;
+        let migrated = MIGRATOR.run(&pool).await;
+        drop(lock);
+        migrated.map_err(|source| StoreError::Migrate {
+            path: path.to_owned(),
+            source,
+        })?;
         Ok(Store {
             pool,
             path: path.to_owned(),
@@ -109,6 +114,34 @@ impl Store {
             .execute(&self.pool)
             .await;
         self.pool.close().await;
+    }
+}
+
+/// Take the migration lock of the store at `path`, waiting for other openers to finish. The
+/// wait polls instead of blocking, so openers sharing one task (as in `mneme up`) cannot
+/// deadlock each other.
+async fn lock_file(path: &Path) -> Result<std::fs::File, StoreError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".migrate-lock");
+    let lock_path = PathBuf::from(name);
+    let error = |source| StoreError::CreateDir {
+        path: lock_path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(error)?;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(error(source)),
+        }
     }
 }
 
