@@ -312,7 +312,7 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
         .env("MNEME_HOME", home.path())
         .env("MNEME_NATS_PORT", port.to_string())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(home.path().join("up.log")).unwrap())
         .spawn()
         .unwrap();
     let mut first_line = String::new();

@@ -57,6 +57,14 @@ impl LocalNats {
                 .await
                 .is_ok()
             {
+                // Something listens; make sure it is our child and not another server that
+                // already held the port (ours would then have exited on the failed bind).
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Some(status) = server.child.try_wait()? {
+                    anyhow::bail!(
+                        "nats-server exited at start ({status}); is port {port} already in use?"
+                    );
+                }
                 return Ok(server);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
