@@ -173,6 +173,14 @@ impl App {
         self.home.path().join("spool")
     }
 
+    /// Events waiting in the hook spool.
+    pub fn spooled(&self) -> usize {
+        mneme_hook::spool::Spool::new(self.spool_dir())
+            .pending()
+            .unwrap()
+            .len()
+    }
+
     pub async fn store(&self) -> store::Store {
         store::Store::open(&self.db_path()).await.unwrap()
     }

@@ -45,34 +45,42 @@ fn payload_sequence(replay: &Replay) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Run a `SELECT key, count(*) … WHERE session_id = ? GROUP BY key` into a map.
+async fn grouped_counts(
+    store: &store::Store,
+    sql: &'static str,
+    session: &str,
+) -> BTreeMap<String, usize> {
+    sqlx::query_as::<_, (String, i64)>(sql)
+        .bind(session)
+        .fetch_all(store.pool())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, n)| (k, n as usize))
+        .collect()
+}
+
 async fn assert_session_matches(app: &App, replay: &Replay) {
     let store = app.store().await;
-    let per_event: BTreeMap<String, usize> = sqlx::query_as::<_, (String, i64)>(
+    let per_event = grouped_counts(
+        &store,
         "SELECT host_event, count(*) FROM observations WHERE session_id = ? GROUP BY host_event",
+        &replay.session_id,
     )
-    .bind(&replay.session_id)
-    .fetch_all(store.pool())
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|(k, n)| (k, n as usize))
-    .collect();
+    .await;
     assert_eq!(
         per_event, replay.expected.per_event,
         "events of session {}",
         replay.session_id
     );
-    let per_tool: BTreeMap<String, usize> = sqlx::query_as::<_, (String, i64)>(
+    let per_tool = grouped_counts(
+        &store,
         "SELECT tool_name, count(*) FROM observations
          WHERE session_id = ? AND kind IN ('post_tool', 'tool_failure') GROUP BY tool_name",
+        &replay.session_id,
     )
-    .bind(&replay.session_id)
-    .fetch_all(store.pool())
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|(k, n)| (k, n as usize))
-    .collect();
+    .await;
     assert_eq!(
         per_tool, replay.expected.per_tool,
         "tools of session {}",
@@ -132,19 +140,7 @@ async fn real_transcripts_through_the_real_hook_are_stored_exactly_once() {
         assert_session_matches(&app, replay).await;
     }
     assert_eq!(app.count("SELECT count(*) FROM dead_letters").await, 0);
-    assert!(
-        !app.spool_dir().exists()
-            || std::fs::read_dir(app.spool_dir())
-                .unwrap()
-                .filter(|e| e
-                    .as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "ev"))
-                .count()
-                == 0
-    );
+    assert_eq!(app.spooled(), 0);
     // Every stored observation was announced once for downstream services.
     let js = async_nats::jetstream::new(app.client().await);
     let mut stream = js.get_stream(proto::subjects::INGEST_STREAM).await.unwrap();
@@ -188,16 +184,7 @@ async fn a_nats_outage_mid_replay_spools_then_delivers_everything_once_in_order(
         slowest < Duration::from_secs(2),
         "hook took {slowest:?} with nats down"
     );
-    let spooled = std::fs::read_dir(app.spool_dir())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "ev")
-        })
-        .count();
+    let spooled = app.spooled();
     assert_eq!(spooled, outage.len());
     // `mneme status` counts what waits in the spool.
     let status: serde_json::Value =
@@ -218,18 +205,7 @@ async fn a_nats_outage_mid_replay_spools_then_delivers_everything_once_in_order(
         .await;
     assert_eq!(stored, total);
     assert_session_matches(&app, &replay).await;
-    assert_eq!(
-        std::fs::read_dir(app.spool_dir())
-            .unwrap()
-            .filter(|e| e
-                .as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "ev"))
-            .count(),
-        0
-    );
+    assert_eq!(app.spooled(), 0);
     app.stop_services().await;
 }
 

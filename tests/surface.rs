@@ -226,16 +226,19 @@ fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
         String::from_utf8(output.stdout).unwrap()
     };
     let dir = project.path().to_str().unwrap();
-    let first = mneme(&[
-        "hooks",
-        "install",
-        "--agent",
-        "claude-code",
-        "--scope",
-        "project",
-        "--project-dir",
-        dir,
-    ]);
+    let hooks = |verb: &str| {
+        mneme(&[
+            "hooks",
+            verb,
+            "--agent",
+            "claude-code",
+            "--scope",
+            "project",
+            "--project-dir",
+            dir,
+        ])
+    };
+    let first = hooks("install");
     assert!(first.contains("installed"), "{first}");
     let installed: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
@@ -259,16 +262,7 @@ fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
     }
     assert!(installed["hooks"]["Stop"].to_string().contains("say done"));
     let bytes = std::fs::read(&settings).unwrap();
-    let second = mneme(&[
-        "hooks",
-        "install",
-        "--agent",
-        "claude-code",
-        "--scope",
-        "project",
-        "--project-dir",
-        dir,
-    ]);
+    let second = hooks("install");
     assert!(second.contains("nothing changed"), "{second}");
     assert_eq!(std::fs::read(&settings).unwrap(), bytes);
     assert!(
@@ -282,16 +276,7 @@ fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
         ])
         .contains("SessionStart")
     );
-    mneme(&[
-        "hooks",
-        "uninstall",
-        "--agent",
-        "claude-code",
-        "--scope",
-        "project",
-        "--project-dir",
-        dir,
-    ]);
+    hooks("uninstall");
     let restored: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(restored, original);

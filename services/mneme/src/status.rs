@@ -118,19 +118,12 @@ async fn probe(client: &async_nats::Client, service: &str) -> Value {
     }
 }
 
-/// Events waiting in this machine's hook spool.
+/// Events waiting in this machine's hook spool, found where the hook itself would put them.
 fn spooled() -> usize {
-    let dir = std::env::var_os("MNEME_SPOOL_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| proto::defaults::spool_dir(&proto::defaults::home()));
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| e.path().extension().is_some_and(|x| x == "ev"))
-                .count()
-        })
-        .unwrap_or(0)
+    let dir = mneme_hook::config::HookConfig::from_env().spool_dir;
+    mneme_hook::spool::Spool::new(dir)
+        .pending()
+        .map_or(0, |pending| pending.len())
 }
 
 #[derive(Debug, clap::Args)]

@@ -216,9 +216,7 @@ async fn hook() -> anyhow::Result<()> {
 }
 
 fn has_spooled(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|mut e| {
-        e.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "ev")))
-    })
+    mneme_hook::spool::Spool::new(dir).has_pending()
 }
 
 fn bench_event(i: usize, session: usize) -> proto::Event {
