@@ -5,7 +5,7 @@
 //! complete secret appears in the source and secret scanners have nothing to flag. The output is
 //! deterministic: the same build produces the same samples.
 //!
-//! Available in this crate's tests and, with the `corpus` feature, to other crates' tests, which
+//! Used by this crate's tests and by the end-to-end tests, which
 //! push the samples through the whole pipeline and search the stored bytes for each `secret`.
 
 /// One sample line.

@@ -35,7 +35,9 @@ mod shapes;
 mod tags;
 mod truncate;
 
-#[cfg(any(test, feature = "corpus"))]
+// Always compiled rather than behind a feature: a test-only feature would make test builds and
+// binary builds select different variants of this crate and everything above it, and the
+// end-to-end tests, which build the binaries, would then rebuild them while tests run.
 pub mod corpus;
 
 #[cfg(test)]
