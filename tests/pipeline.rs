@@ -94,12 +94,22 @@ async fn assert_session_matches(app: &App, replay: &Replay) {
             .unwrap();
     assert_eq!(events as usize, replay.payloads.len());
     assert_eq!(prompts as usize, replay.expected.prompts);
-    assert_eq!(
-        stored_sequence(app, &replay.session_id).await,
-        payload_sequence(replay),
-        "order of session {}",
-        replay.session_id
-    );
+    let stored = stored_sequence(app, &replay.session_id).await;
+    let fired = payload_sequence(replay);
+    if stored != fired {
+        let at = stored
+            .iter()
+            .zip(&fired)
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        let log = std::fs::read_to_string(app.home.path().join("hook.log")).unwrap_or_default();
+        panic!(
+            "order of session {} differs from event {at}: stored {:?}, fired {:?}\nhook log:\n{log}",
+            replay.session_id,
+            &stored[at..(at + 3).min(stored.len())],
+            &fired[at..(at + 3).min(fired.len())]
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -162,8 +162,9 @@ async fn status_and_search_work_from_the_cli() {
         hits["hits"][0]["title"],
         "migrate the billing service to postgres"
     );
+    // Full-text finds Chinese by substring; the English model adds nothing above it.
     let hits = search("数据库");
-    assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
+    assert!(!hits["hits"].as_array().unwrap().is_empty(), "{hits}");
     assert!(
         hits["hits"][0]["title"]
             .as_str()
@@ -171,7 +172,7 @@ async fn status_and_search_work_from_the_cli() {
             .contains("数据库连接池")
     );
     let hits = search("refused");
-    assert_eq!(hits["hits"][0]["kind"], "tool_failure");
+    assert_eq!(hits["hits"][0]["kind"], "error");
     assert!(search("kubernetes")["hits"].as_array().unwrap().is_empty());
     // FTS operators in a query are text, not syntax.
     assert!(

@@ -32,6 +32,12 @@ pub const DLQ_STREAM: &str = "MNEME_DLQ";
 pub const RETRIEVAL_CONTEXT: &str = "mneme.retrieval.context";
 /// Request/reply: search ([`crate::SearchRequest`] → [`crate::SearchReply`]).
 pub const RETRIEVAL_SEARCH: &str = "mneme.retrieval.search";
+/// Request/reply: the items around one item ([`crate::TimelineRequest`] → [`crate::ItemsReply`]).
+pub const RETRIEVAL_TIMELINE: &str = "mneme.retrieval.timeline";
+/// Request/reply: whole items by id ([`crate::GetRequest`] → [`crate::ItemsReply`]).
+pub const RETRIEVAL_GET: &str = "mneme.retrieval.get";
+/// Durable consumer through which retrieval indexes what ingest stored ([`INGEST_STREAM`]).
+pub const RETRIEVAL_CONSUMER: &str = "retrieval";
 /// Queue group retrieval instances share, so each request is answered once.
 pub const RETRIEVAL_QUEUE: &str = "retrieval";
 

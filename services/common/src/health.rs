@@ -13,12 +13,28 @@ use tokio_util::sync::CancellationToken;
 pub struct Counters {
     /// Messages handled since start.
     pub handled: AtomicU64,
+    /// A short status line the probe reports (for example which search mode is active).
+    detail: std::sync::Mutex<String>,
 }
 
 impl Counters {
     /// Count one handled message.
     pub fn handled(&self) {
         self.handled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Replace the status line the probe reports.
+    pub fn set_detail(&self, detail: impl Into<String>) {
+        *self.detail.lock().unwrap_or_else(|e| e.into_inner()) = detail.into();
+    }
+
+    fn detail(&self) -> String {
+        let detail = self.detail.lock().unwrap_or_else(|e| e.into_inner());
+        if detail.is_empty() {
+            "running".to_owned()
+        } else {
+            detail.clone()
+        }
     }
 }
 
@@ -46,7 +62,7 @@ pub async fn serve(
             service: service.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             ok: true,
-            detail: "running".to_owned(),
+            detail: counters.detail(),
             uptime_ms: started.elapsed().as_millis() as i64,
             handled: counters.handled.load(Ordering::Relaxed),
         };

@@ -264,6 +264,8 @@ async fn fetch_context(
         session_id: event.session_id.clone(),
         prompt,
         max_chars: claude_code::MAX_CONTEXT_CHARS as u32,
+        // The service default applies.
+        budget_tokens: 0,
     };
     let mut headers = async_nats::HeaderMap::new();
     headers.insert(

@@ -50,15 +50,16 @@ pub async fn store_event(
     }
 
     let id = sqlx::query(
-        "INSERT INTO observations (event_id, session_id, project, agent, kind, host_event,
+        "INSERT INTO observations (event_id, session_id, project, agent, author, kind, host_event,
              tool_name, tool_use_id, subagent_id, title, body, input, output, meta, content_hash,
              occurred_at, stored_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&obs.event_id)
     .bind(&obs.session_id)
     .bind(&obs.project)
     .bind(&obs.agent)
+    .bind(&obs.author)
     .bind(obs.kind)
     .bind(&obs.host_event)
     .bind(&obs.tool_name)

@@ -19,6 +19,8 @@ pub struct Observation {
     pub session_id: String,
     pub project: String,
     pub agent: String,
+    /// Who worked in the session (the host's user), so memory can be asked about a person.
+    pub author: String,
     pub kind: &'static str,
     pub host_event: String,
     pub tool_name: String,
@@ -161,6 +163,7 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
         session_id: event.session_id.clone(),
         project: event.project.clone(),
         agent: event.agent().slug().to_owned(),
+        author: event.user.clone(),
         kind,
         host_event: event.host_event.clone(),
         tool_name,

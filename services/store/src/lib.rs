@@ -117,6 +117,18 @@ impl Store {
     }
 }
 
+/// Begin a write transaction that takes SQLite's write lock at once (`BEGIN IMMEDIATE`).
+///
+/// Several services write one WAL database. A deferred transaction that reads first and writes
+/// later cannot wait for the lock when another writer committed in between: SQLite answers
+/// SQLITE_BUSY at once instead of honouring the busy timeout. Taking the lock up front makes
+/// writers queue on the busy timeout instead of failing.
+pub async fn begin_write(
+    pool: &SqlitePool,
+) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+    pool.begin_with("BEGIN IMMEDIATE").await
+}
+
 /// Take the migration lock of the store at `path`, waiting for other openers to finish. The
 /// wait polls instead of blocking, so openers sharing one task (as in `mneme up`) cannot
 /// deadlock each other.

@@ -5,11 +5,17 @@
 //! - `ingest`: sustained events per second through NATS into SQLite with sanitisation on, and
 //!   end-to-end lag (hook capture time to committed row) at a steady rate.
 //!
+//! - `locomo`: turn-level evidence recall on LoCoMo through the real pipeline, for full-text,
+//!   vector and hybrid search.
+//! - `search`: hybrid search latency (query embedding included) at 10k and 100k items.
+//!
 //! Run with `cargo run --release --bin mneme-bench -- NAME`.
 
 #[path = "../nats_server.rs"]
 #[allow(dead_code)]
 mod nats_server;
+#[path = "../bench/retrieval.rs"]
+mod retrieval_bench;
 
 use anyhow::Context as _;
 use nats_server::LocalNats;
@@ -26,7 +32,9 @@ async fn main() -> anyhow::Result<()> {
     match name.as_str() {
         "hook" => hook().await,
         "ingest" => ingest().await,
-        _ => anyhow::bail!("usage: mneme-bench hook|ingest"),
+        "locomo" => retrieval_bench::locomo().await,
+        "search" => retrieval_bench::search().await,
+        _ => anyhow::bail!("usage: mneme-bench hook|ingest|locomo|search"),
     }
 }
 
@@ -109,7 +117,10 @@ fn hook_binary() -> anyhow::Result<PathBuf> {
     let mut build = Command::new(cargo);
     build
         .current_dir(root)
-        .args(["build", "--quiet", "--bin", "mneme-hook"]);
+        .args(["build", "--quiet", "--bin", "mneme-hook"])
+        // `cargo run` sets CARGO_MANIFEST_DIR, which some build scripts watch: without this the
+        // hook build would rebuild them.
+        .env_remove("CARGO_MANIFEST_DIR");
     if dir.ends_with("release") {
         build.arg("--release");
     }

@@ -1,0 +1,411 @@
+//! Small text helpers shared by search and context: query terms, snippets, dates.
+
+/// English words too common to say what a query is about (contractions included), and a few
+/// words prompts are padded with.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren't",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "can't",
+    "cannot",
+    "could",
+    "couldn't",
+    "d",
+    "did",
+    "didn't",
+    "do",
+    "does",
+    "doesn't",
+    "doing",
+    "don't",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn't",
+    "has",
+    "hasn't",
+    "have",
+    "haven't",
+    "having",
+    "he",
+    "he'd",
+    "he'll",
+    "he's",
+    "her",
+    "here",
+    "here's",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "how's",
+    "i",
+    "i'd",
+    "i'll",
+    "i'm",
+    "i've",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn't",
+    "it",
+    "it's",
+    "its",
+    "itself",
+    "just",
+    "let's",
+    "ll",
+    "m",
+    "me",
+    "more",
+    "most",
+    "mustn't",
+    "my",
+    "myself",
+    "need",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "please",
+    "re",
+    "s",
+    "same",
+    "shan't",
+    "she",
+    "she'd",
+    "she'll",
+    "she's",
+    "should",
+    "shouldn't",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "that's",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "there's",
+    "these",
+    "they",
+    "they'd",
+    "they'll",
+    "they're",
+    "they've",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "ve",
+    "very",
+    "want",
+    "was",
+    "wasn't",
+    "we",
+    "we'd",
+    "we'll",
+    "we're",
+    "we've",
+    "were",
+    "weren't",
+    "what",
+    "what's",
+    "when",
+    "when's",
+    "where",
+    "where's",
+    "which",
+    "while",
+    "who",
+    "who's",
+    "whom",
+    "why",
+    "why's",
+    "with",
+    "won't",
+    "would",
+    "wouldn't",
+    "you",
+    "you'd",
+    "you'll",
+    "you're",
+    "you've",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Whether `word` (lowercase) is a stopword.
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.binary_search(&word).is_ok()
+}
+
+/// The lowercased words of `text` that carry meaning, in order, without repeats: words that
+/// are not stopwords (a possessive `'s` dropped), and CJK runs. When every word is a stopword,
+/// all words are kept, so a query is never emptied by filtering.
+pub fn query_terms(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    // Words keep an inner apostrophe ("don't", "caroline's") so contractions can be recognised.
+    let mut words: Vec<&str> = Vec::new();
+    let mut start = None;
+    let chars: Vec<(usize, char)> = lower.char_indices().collect();
+    for (n, &(at, c)) in chars.iter().enumerate() {
+        let inner_apostrophe = (c == '\'' || c == '’')
+            && n > 0
+            && chars[n - 1].1.is_alphanumeric()
+            && chars.get(n + 1).is_some_and(|(_, d)| d.is_alphabetic());
+        if c.is_alphanumeric() || c == '_' || inner_apostrophe {
+            start.get_or_insert(at);
+        } else if let Some(s) = start.take() {
+            words.push(&lower[s..at]);
+        }
+    }
+    if let Some(s) = start {
+        words.push(&lower[s..]);
+    }
+    let mut kept = Vec::new();
+    let mut all = Vec::new();
+    for word in words {
+        let word = word.replace('’', "'");
+        let base = word
+            .strip_suffix("'s")
+            .map(str::to_owned)
+            .unwrap_or_else(|| word.clone());
+        let parts: Vec<String> = base
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        all.extend(parts.iter().cloned());
+        if is_stopword(&word) || is_stopword(&base) {
+            continue;
+        }
+        kept.extend(
+            parts
+                .into_iter()
+                .filter(|p| p.chars().any(store::fts::is_cjk) || !is_stopword(p)),
+        );
+    }
+    if kept.is_empty() {
+        kept = all;
+    }
+    let mut seen = std::collections::HashSet::new();
+    kept.retain(|w| seen.insert(w.clone()));
+    kept
+}
+
+/// A crude stem for matching a query term against text without the index: the first six
+/// characters, enough to match "reconnecting" with "reconnect".
+pub fn stem(word: &str) -> String {
+    word.chars().take(6).collect()
+}
+
+/// The share of `terms` found in `text` (0..1), matching by [`stem`].
+pub fn coverage(terms: &[String], text: &str) -> f64 {
+    if terms.is_empty() {
+        return 0.0;
+    }
+    let lower = text.to_lowercase();
+    let found = terms
+        .iter()
+        .filter(|t| lower.contains(stem(t).as_str()))
+        .count();
+    found as f64 / terms.len() as f64
+}
+
+/// About 200 characters of `body` around the first of `terms` found in it.
+pub fn snippet(body: &str, terms: &[String]) -> String {
+    const BEFORE: usize = 60;
+    const LENGTH: usize = 200;
+    let lower = body.to_lowercase();
+    // Lowercasing can change byte lengths; only trust the position when it did not.
+    let at = if lower.len() == body.len() {
+        terms
+            .iter()
+            .filter_map(|t| lower.find(stem(t).as_str()))
+            .min()
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let chars_before = body[..at].chars().count();
+    let start = chars_before.saturating_sub(BEFORE);
+    let text: String = body.chars().skip(start).take(LENGTH).collect();
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let prefix = if start > 0 { "…" } else { "" };
+    let suffix = if body.chars().count() > start + LENGTH {
+        "…"
+    } else {
+        ""
+    };
+    format!("{prefix}{text}{suffix}")
+}
+
+/// A Unix-millisecond time as `YYYY-MM-DD`, computed without a date library.
+pub fn day(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    // Civil-from-days (proleptic Gregorian), after Howard Hinnant's published algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// A Unix-millisecond time in words, as people write it in a conversation: `1:56 pm on 8 May,
+/// 2023` (UTC). Indexed with every item, so a question that names a month or a year can match.
+pub fn date_words(ms: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let iso = day(ms);
+    let year = &iso[..4];
+    let month: usize = iso[5..7].parse().unwrap_or(1);
+    let date: u32 = iso[8..10].parse().unwrap_or(1);
+    let minutes = ms.rem_euclid(86_400_000) / 60_000;
+    let (hour, minute) = (minutes / 60, minutes % 60);
+    let (h12, half) = match hour {
+        0 => (12, "am"),
+        1..=11 => (hour, "am"),
+        12 => (12, "pm"),
+        _ => (hour - 12, "pm"),
+    };
+    format!(
+        "{h12}:{minute:02} {half} on {date} {}, {year}",
+        MONTHS[month - 1]
+    )
+}
+
+/// An estimate of the tokens `text` costs a model: about four characters each.
+pub fn tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn query_terms_drop_stopwords_unless_nothing_is_left() {
+        assert_eq!(
+            query_terms("Why is the websocket reconnect flaky again?"),
+            ["websocket", "reconnect", "flaky"]
+        );
+        assert_eq!(query_terms("修复 it"), ["修复"]);
+        assert_eq!(query_terms("what is it"), ["what", "is", "it"]);
+        assert_eq!(
+            query_terms("What was Caroline's dog's name? Don't guess"),
+            ["caroline", "dog", "name", "guess"]
+        );
+    }
+
+    #[test]
+    fn snippets_centre_on_the_match() {
+        let body = format!(
+            "{} the nats consumer failed {}",
+            "a ".repeat(200),
+            "b ".repeat(200)
+        );
+        let s = snippet(&body, &["consumer".to_owned()]);
+        assert!(s.starts_with('…') && s.ends_with('…'));
+        assert!(s.contains("nats consumer failed"));
+        assert_eq!(snippet("short", &[]), "short");
+    }
+
+    #[test]
+    fn coverage_counts_stems() {
+        let terms = query_terms("reconnecting websocket timeout");
+        assert!((coverage(&terms, "the websocket reconnects") - 2.0 / 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn dates_in_words() {
+        assert_eq!(date_words(1_683_554_160_000), "1:56 pm on 8 May, 2023");
+        assert_eq!(date_words(0), "12:00 am on 1 January, 1970");
+    }
+
+    #[test]
+    fn days_are_civil_dates() {
+        assert_eq!(day(0), "1970-01-01");
+        assert_eq!(day(1_795_000_000_000), "2026-11-18");
+        assert_eq!(day(951_782_400_000), "2000-02-29");
+    }
+}

@@ -1,0 +1,339 @@
+//! The vector index behind one trait: sqlite-vec inside the store (the default) or a Qdrant
+//! server ([`qdrant`]).
+//!
+//! An index holds one collection (table) per vector space, so vectors of different models are
+//! never compared. Points carry the fields searches filter on most (project, kind, session,
+//! time), so those filters apply inside the nearest-neighbour search instead of after it.
+
+pub mod qdrant;
+
+use crate::embed;
+use anyhow::Context as _;
+use futures::future::BoxFuture;
+use sqlx::SqlitePool;
+
+/// One vector space: a model, its dimensions and where its vectors live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Space {
+    pub model: String,
+    pub dim: usize,
+    /// The sqlite-vec table or Qdrant collection name.
+    pub table: String,
+}
+
+/// A vector with the fields searches filter on.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub id: i64,
+    pub vector: Vec<f32>,
+    pub project: String,
+    pub kind: String,
+    pub session_id: String,
+    pub occurred_at: i64,
+}
+
+/// Filters applied inside the nearest-neighbour search.
+#[derive(Debug, Clone, Default)]
+pub struct VectorFilter {
+    pub project: Option<String>,
+    pub kinds: Vec<String>,
+    pub sessions: Vec<String>,
+    pub exclude_sessions: Vec<String>,
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+}
+
+/// A nearest-neighbour index.
+pub trait VectorIndex: Send + Sync {
+    /// A short name for logs and status (`sqlite-vec`, `qdrant`).
+    fn name(&self) -> &'static str;
+    /// Create the space's table or collection when it does not exist; idempotent.
+    fn ensure<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Insert or replace points.
+    fn upsert<'a>(
+        &'a self,
+        space: &'a Space,
+        points: &'a [Point],
+    ) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// The `k` points most similar to `query` that pass `filter`, as (id, cosine similarity),
+    /// most similar first.
+    fn knn<'a>(
+        &'a self,
+        space: &'a Space,
+        query: &'a [f32],
+        k: usize,
+        filter: &'a VectorFilter,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<(i64, f32)>>>;
+    /// Remove points by id.
+    fn delete<'a>(&'a self, space: &'a Space, ids: &'a [i64]) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Drop a space entirely (after a model change has re-indexed into another one).
+    fn drop_space<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>>;
+}
+
+/// sqlite-vec `vec0` tables in the store.
+#[derive(Debug, Clone)]
+pub struct SqliteVec {
+    pool: SqlitePool,
+}
+
+impl SqliteVec {
+    pub fn new(pool: SqlitePool) -> SqliteVec {
+        SqliteVec { pool }
+    }
+}
+
+/// Table names are generated from a hash, never from user input; check anyway before splicing
+/// one into SQL.
+fn checked(table: &str) -> anyhow::Result<&str> {
+    anyhow::ensure!(
+        !table.is_empty() && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+        "invalid vector table name {table:?}"
+    );
+    Ok(table)
+}
+
+impl VectorIndex for SqliteVec {
+    fn name(&self) -> &'static str {
+        "sqlite-vec"
+    }
+
+    fn ensure<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            // Vectors are unit length, so L2 distance orders exactly as cosine does, and its
+            // loop is the cheaper of the two in sqlite-vec.
+            let sql = format!(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS {} USING vec0(
+                    item_id INTEGER PRIMARY KEY,
+                    embedding float[{}],
+                    project TEXT,
+                    kind TEXT,
+                    session_id TEXT,
+                    occurred_at INTEGER
+                )",
+                checked(&space.table)?,
+                space.dim
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(&self.pool)
+                .await
+                .context("creating the vector table")?;
+            Ok(())
+        })
+    }
+
+    fn upsert<'a>(
+        &'a self,
+        space: &'a Space,
+        points: &'a [Point],
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let table = checked(&space.table)?;
+            // vec0 has no upsert: delete then insert, in one transaction.
+            let delete = format!("DELETE FROM {table} WHERE item_id = ?");
+            let insert = format!(
+                "INSERT INTO {table}(item_id, embedding, project, kind, session_id, occurred_at)
+                 VALUES (?, ?, ?, ?, ?, ?)"
+            );
+            let mut tx = store::begin_write(&self.pool).await?;
+            for point in points {
+                sqlx::query(sqlx::AssertSqlSafe(delete.clone()))
+                    .bind(point.id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(sqlx::AssertSqlSafe(insert.clone()))
+                    .bind(point.id)
+                    .bind(embed::to_bytes(&point.vector))
+                    .bind(&point.project)
+                    .bind(&point.kind)
+                    .bind(&point.session_id)
+                    .bind(point.occurred_at)
+                    .execute(&mut *tx)
+                    .await
+                    .context("inserting a vector")?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn knn<'a>(
+        &'a self,
+        space: &'a Space,
+        query: &'a [f32],
+        k: usize,
+        filter: &'a VectorFilter,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<(i64, f32)>>> {
+        Box::pin(async move {
+            let table = checked(&space.table)?;
+            let mut sql =
+                format!("SELECT item_id, distance FROM {table} WHERE embedding MATCH ? AND k = ?");
+            let mut texts: Vec<&str> = Vec::new();
+            if let Some(project) = &filter.project {
+                sql.push_str(" AND project = ?");
+                texts.push(project);
+            }
+            if !filter.kinds.is_empty() {
+                let marks = vec!["?"; filter.kinds.len()].join(", ");
+                sql.push_str(&format!(" AND kind IN ({marks})"));
+                texts.extend(filter.kinds.iter().map(String::as_str));
+            }
+            if !filter.sessions.is_empty() {
+                let marks = vec!["?"; filter.sessions.len()].join(", ");
+                sql.push_str(&format!(" AND session_id IN ({marks})"));
+                texts.extend(filter.sessions.iter().map(String::as_str));
+            }
+            for session in &filter.exclude_sessions {
+                sql.push_str(" AND session_id != ?");
+                texts.push(session);
+            }
+            let mut numbers = Vec::new();
+            if let Some(since) = filter.since_ms {
+                sql.push_str(" AND occurred_at >= ?");
+                numbers.push(since);
+            }
+            if let Some(until) = filter.until_ms {
+                sql.push_str(" AND occurred_at < ?");
+                numbers.push(until);
+            }
+            sql.push_str(" ORDER BY distance");
+            let mut statement = sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql))
+                .bind(embed::to_bytes(query))
+                .bind(k as i64);
+            for text in texts {
+                statement = statement.bind(text);
+            }
+            for number in numbers {
+                statement = statement.bind(number);
+            }
+            let rows = statement
+                .fetch_all(&self.pool)
+                .await
+                .context("vector search")?;
+            // For unit vectors |a - b|² = 2 - 2·cos(a, b).
+            Ok(rows
+                .into_iter()
+                .map(|(id, distance)| (id, (1.0 - distance * distance / 2.0) as f32))
+                .collect())
+        })
+    }
+
+    fn delete<'a>(&'a self, space: &'a Space, ids: &'a [i64]) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let sql = format!("DELETE FROM {} WHERE item_id = ?", checked(&space.table)?);
+            let mut tx = store::begin_write(&self.pool).await?;
+            for id in ids {
+                sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn drop_space<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let sql = format!("DROP TABLE IF EXISTS {}", checked(&space.table)?);
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        embed::normalise(v.to_vec())
+    }
+
+    #[tokio::test]
+    async fn sqlite_vec_orders_by_cosine_and_filters_inside_the_search() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store::Store::open(&dir.path().join("m.db")).await.unwrap();
+        let index = SqliteVec::new(store.pool().clone());
+        let space = Space {
+            model: "test".into(),
+            dim: 3,
+            table: "vec_test".into(),
+        };
+        index.ensure(&space).await.unwrap();
+        index.ensure(&space).await.unwrap();
+        let point = |id, v: &[f32], project: &str, kind: &str, at| Point {
+            id,
+            vector: unit(v),
+            project: project.into(),
+            kind: kind.into(),
+            session_id: format!("s{id}"),
+            occurred_at: at,
+        };
+        index
+            .upsert(
+                &space,
+                &[
+                    point(1, &[1.0, 0.0, 0.0], "a", "prompt", 10),
+                    point(2, &[0.9, 0.1, 0.0], "b", "tool", 20),
+                    point(3, &[0.0, 1.0, 0.0], "a", "tool", 30),
+                ],
+            )
+            .await
+            .unwrap();
+        let query = unit(&[1.0, 0.0, 0.0]);
+        let all = index
+            .knn(&space, &query, 10, &VectorFilter::default())
+            .await
+            .unwrap();
+        assert_eq!(all.iter().map(|h| h.0).collect::<Vec<_>>(), [1, 2, 3]);
+        assert!((all[0].1 - 1.0).abs() < 1e-5, "{all:?}");
+        assert!(all[2].1.abs() < 1e-5, "{all:?}");
+        let filtered = index
+            .knn(
+                &space,
+                &query,
+                10,
+                &VectorFilter {
+                    project: Some("a".into()),
+                    kinds: vec!["tool".into()],
+                    ..VectorFilter::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(filtered.iter().map(|h| h.0).collect::<Vec<_>>(), [3]);
+        let recent = index
+            .knn(
+                &space,
+                &query,
+                10,
+                &VectorFilter {
+                    since_ms: Some(15),
+                    exclude_sessions: vec!["s3".into()],
+                    ..VectorFilter::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(recent.iter().map(|h| h.0).collect::<Vec<_>>(), [2]);
+        // Upserting an id replaces its vector.
+        index
+            .upsert(&space, &[point(1, &[0.0, 0.0, 1.0], "a", "prompt", 10)])
+            .await
+            .unwrap();
+        let again = index
+            .knn(&space, &query, 1, &VectorFilter::default())
+            .await
+            .unwrap();
+        assert_eq!(again[0].0, 2);
+        index.delete(&space, &[2]).await.unwrap();
+        let after = index
+            .knn(&space, &query, 10, &VectorFilter::default())
+            .await
+            .unwrap();
+        assert_eq!(after.len(), 2);
+        index.drop_space(&space).await.unwrap();
+    }
+}

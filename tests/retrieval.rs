@@ -1,0 +1,734 @@
+//! Retrieval through its real entry points: hook events in, NATS request/reply out, with the
+//! real MiniLM model, sqlite-vec and FTS5.
+
+use crate::harness::{App, retrieval_args};
+use proto::context_request::Moment;
+use proto::subjects;
+use proto::{ContextReply, ContextRequest, ItemsReply, SearchReply, SearchRequest};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+fn prompt(session: &str, cwd: &str, text: &str) -> Vec<u8> {
+    json!({"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": cwd,
+        "transcript_path": "/tmp/t.jsonl", "prompt": text})
+    .to_string()
+    .into_bytes()
+}
+
+fn tool(session: &str, cwd: &str, id: &str, name: &str, input: Value, response: Value) -> Vec<u8> {
+    json!({"hook_event_name": "PostToolUse", "session_id": session, "cwd": cwd,
+        "transcript_path": "/tmp/t.jsonl", "tool_name": name, "tool_use_id": id,
+        "tool_input": input, "tool_response": response})
+    .to_string()
+    .into_bytes()
+}
+
+fn query(text: &str, project: &str) -> SearchRequest {
+    SearchRequest {
+        query: text.to_owned(),
+        project: project.to_owned(),
+        limit: 10,
+        ..Default::default()
+    }
+}
+
+async fn search(app: &App, request: SearchRequest) -> SearchReply {
+    let reply: SearchReply = app.ask(subjects::RETRIEVAL_SEARCH, &request).await;
+    assert!(reply.error.is_empty(), "{}", reply.error);
+    reply
+}
+
+fn titles(reply: &SearchReply) -> Vec<&str> {
+    reply.hits.iter().map(|h| h.title.as_str()).collect()
+}
+
+const WEBSOCKET: &str =
+    "the websocket connection keeps dropping and has to reconnect every few minutes";
+const BUDGET: &str = "the quarterly marketing budget spreadsheet lives in folder hx9041";
+
+/// A project about websockets, plus one unrelated note with a rare folder name.
+async fn seeded() -> (App, String) {
+    let app = App::start().await;
+    let cwd = "/work/seeded";
+    let mut texts = vec![
+        WEBSOCKET,
+        "websocket handshake fails behind the corporate proxy",
+        "add a heartbeat ping to the websocket client",
+        "websocket messages arrive out of order under load",
+        "log every websocket close code with its reason",
+        "the websocket server leaks file descriptors on close",
+        "compress websocket frames with permessage-deflate",
+        "reconnect the websocket with exponential backoff",
+        "websocket tests time out on the ci runner",
+        "add a dark mode toggle to the settings page",
+        "write the release notes for version two",
+    ];
+    texts.sort();
+    for (n, text) in texts.iter().enumerate() {
+        assert!(
+            app.hook(&prompt(&format!("s{}", n % 4), cwd, text))
+                .0
+                .status
+                .success()
+        );
+    }
+    // On its own in its session, so no neighbour brings it along.
+    assert!(app.hook(&prompt("solo", cwd, BUDGET)).0.status.success());
+    app.wait_indexed(texts.len() as i64 + 1).await;
+    (app, cwd.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hybrid_search_finds_what_either_retriever_alone_misses() {
+    let (app, project) = seeded().await;
+    // No word in common with the dropping-connection prompt: only meaning connects them.
+    let semantic = "socket disconnects periodically";
+    let fts = search(
+        &app,
+        SearchRequest {
+            mode: "fts".into(),
+            ..query(semantic, &project)
+        },
+    )
+    .await;
+    assert_eq!(fts.mode, "fts");
+    assert!(!titles(&fts).contains(&WEBSOCKET), "{:?}", titles(&fts));
+    let hybrid = search(
+        &app,
+        SearchRequest {
+            limit: 3,
+            ..query(semantic, &project)
+        },
+    )
+    .await;
+    assert_eq!(hybrid.mode, "hybrid");
+    let hit = hybrid
+        .hits
+        .iter()
+        .find(|h| h.title == WEBSOCKET)
+        .unwrap_or_else(|| panic!("{:?}", titles(&hybrid)));
+    assert_eq!(hit.found_by, ["vector"]);
+
+    // A question about websockets that also names a rare folder: the model ranks the budget
+    // note last and under its noise floor, full-text finds the folder name.
+    let lexical = "websocket frames dropped under load, hx9041";
+    let vector = search(
+        &app,
+        SearchRequest {
+            mode: "vector".into(),
+            ..query(lexical, &project)
+        },
+    )
+    .await;
+    assert_eq!(vector.mode, "vector");
+    assert!(!titles(&vector).contains(&BUDGET), "{:?}", titles(&vector));
+    let hybrid = search(
+        &app,
+        SearchRequest {
+            limit: 5,
+            ..query(lexical, &project)
+        },
+    )
+    .await;
+    let hit = hybrid
+        .hits
+        .iter()
+        .find(|h| h.title == BUDGET)
+        .unwrap_or_else(|| panic!("{:?}", titles(&hybrid)));
+    assert_eq!(hit.found_by, ["fts"]);
+
+    // Compact index entries: a short title and snippet, no full text.
+    for hit in &hybrid.hits {
+        assert!(hit.snippet.chars().count() <= 202 && hit.title.chars().count() <= 120);
+        assert!(hit.relevance >= 0.0 && hit.relevance <= 1.0);
+    }
+    // Another project's query sees none of this, and a query about nothing stored finds nothing.
+    assert!(
+        search(&app, query(semantic, "/elsewhere"))
+            .await
+            .hits
+            .is_empty()
+    );
+    assert!(
+        search(&app, query("sourdough bread at high altitude", &project))
+            .await
+            .hits
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filters_narrow_both_retrievers() {
+    let app = App::start().await;
+    let cwd = "/work/filters";
+    app.hook(&prompt("f1", cwd, "make the parser reject trailing commas"));
+    app.hook(&tool(
+        "f1",
+        cwd,
+        "t1",
+        "Edit",
+        json!({"file_path": "/work/filters/src/parser.rs", "old_string": "a", "new_string": "b"}),
+        json!({"filePath": "/work/filters/src/parser.rs"}),
+    ));
+    app.hook(&tool(
+        "f2",
+        cwd,
+        "t2",
+        "Bash",
+        json!({"command": "pytest tests/test_parser.py"}),
+        json!({"stdout": "parser tests passed", "stderr": ""}),
+    ));
+    app.hook(
+        &json!({"hook_event_name": "PostToolUseFailure", "session_id": "f2", "cwd": cwd,
+        "transcript_path": "/tmp/t.jsonl", "tool_name": "Bash", "tool_use_id": "t3",
+        "tool_input": {"command": "cargo build"}, "error": "parser.rs: expected one of `,` or `}`"})
+        .to_string()
+        .into_bytes(),
+    );
+    app.wait_indexed(4).await;
+    let all = search(&app, query("parser", cwd)).await;
+    assert_eq!(all.hits.len(), 4, "{:?}", titles(&all));
+
+    let kinds = |reply: &SearchReply| {
+        let mut k: Vec<String> = reply.hits.iter().map(|h| h.kind.clone()).collect();
+        k.sort();
+        k
+    };
+    let errors = search(
+        &app,
+        SearchRequest {
+            kinds: vec!["error".into()],
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert_eq!(kinds(&errors), ["error"]);
+    let in_f1 = search(
+        &app,
+        SearchRequest {
+            sessions: vec!["f1".into()],
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert!(in_f1.hits.iter().all(|h| h.session_id == "f1") && in_f1.hits.len() == 2);
+    let not_f1 = search(
+        &app,
+        SearchRequest {
+            exclude_sessions: vec!["f1".into()],
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert!(not_f1.hits.iter().all(|h| h.session_id == "f2") && not_f1.hits.len() == 2);
+    let by_file = search(
+        &app,
+        SearchRequest {
+            file: "src/parser.rs".into(),
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert_eq!(kinds(&by_file), ["tool"]);
+    let rust = search(
+        &app,
+        SearchRequest {
+            concept: "rust".into(),
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert_eq!(rust.hits.len(), 1, "{:?}", titles(&rust));
+    let shell = search(
+        &app,
+        SearchRequest {
+            concept: "shell".into(),
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert_eq!(kinds(&shell), ["error", "tool"]);
+    let now = common::now_ms();
+    let future = search(
+        &app,
+        SearchRequest {
+            since_ms: now + 60_000,
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert!(future.hits.is_empty());
+    let past = search(
+        &app,
+        SearchRequest {
+            until_ms: now - 3_600_000,
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert!(past.hits.is_empty());
+    let recent = search(
+        &app,
+        SearchRequest {
+            since_ms: now - 3_600_000,
+            ..query("parser", cwd)
+        },
+    )
+    .await;
+    assert_eq!(recent.hits.len(), 4);
+
+    // The same filters from the command line.
+    let output = app.mneme(&[
+        "search",
+        "parser",
+        "--project",
+        cwd,
+        "--kind",
+        "error",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let cli: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(cli["mode"], "hybrid");
+    assert_eq!(cli["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(cli["hits"][0]["kind"], "error");
+    let output = app.mneme(&["search", "parser", "--since", "tomorrow"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not a date"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeline_and_get_round_trip() {
+    let app = App::start().await;
+    let cwd = "/work/timeline";
+    let steps = [
+        "step one: read the spec",
+        "step two: sketch the schema",
+        "step three: write the migration",
+        "step four: run the tests",
+        "step five: ship it",
+    ];
+    for step in steps {
+        app.hook(&prompt("t1", cwd, step));
+        // Distinct times, so the order is the order of events.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    app.hook(&prompt(
+        "t2",
+        cwd,
+        "an unrelated session about the migration",
+    ));
+    app.wait_indexed(6).await;
+    let hit = search(
+        &app,
+        SearchRequest {
+            sessions: vec!["t1".into()],
+            ..query("write the migration", cwd)
+        },
+    )
+    .await
+    .hits[0]
+        .clone();
+    assert_eq!(hit.title, steps[2]);
+
+    let timeline: ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_TIMELINE,
+            &proto::TimelineRequest {
+                id: hit.id,
+                radius: 1,
+            },
+        )
+        .await;
+    assert!(timeline.error.is_empty());
+    let around: Vec<&str> = timeline.items.iter().map(|i| i.title.as_str()).collect();
+    assert_eq!(around, &steps[1..4]);
+    assert_eq!(timeline.items[timeline.anchor as usize].id, hit.id);
+    let wide: ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_TIMELINE,
+            &proto::TimelineRequest {
+                id: hit.id,
+                radius: 10,
+            },
+        )
+        .await;
+    assert_eq!(wide.items.len(), 5, "only the same session");
+
+    let ids = vec![timeline.items[2].id, hit.id];
+    let got: ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_GET,
+            &proto::GetRequest { ids: ids.clone() },
+        )
+        .await;
+    assert_eq!(got.items.iter().map(|i| i.id).collect::<Vec<_>>(), ids);
+    assert_eq!(got.items[1].text, steps[2]);
+    assert_eq!(got.items[1].kind, "prompt");
+    assert_eq!(got.items[1].source, "observation");
+    let missing: ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_TIMELINE,
+            &proto::TimelineRequest {
+                id: 999_999,
+                radius: 1,
+            },
+        )
+        .await;
+    assert!(missing.error.contains("no memory item"));
+
+    // The same three steps from the command line.
+    let output = app.mneme(&["timeline", &hit.id.to_string(), "--radius", "1", "--json"]);
+    assert!(output.status.success(), "{output:?}");
+    let cli: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(cli["items"].as_array().unwrap().len(), 3);
+    let output = app.mneme(&["get", &hit.id.to_string(), "--json"]);
+    let cli: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(cli["items"][0]["text"], steps[2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injection_respects_budgets_and_stays_silent_when_unrelated() {
+    let app = App::start().await;
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    let cwd = project.path().to_str().unwrap().to_owned();
+    // Many long prompts over several sessions: far more than any budget.
+    for s in 0..4 {
+        for p in 0..8 {
+            let text = format!(
+                "session {s} prompt {p}: investigate why the payment webhook retries {} times; {}",
+                p + 2,
+                "details ".repeat(60)
+            );
+            app.hook(&prompt(&format!("old{s}"), &cwd, &text));
+        }
+    }
+    app.hook(&prompt(
+        "old9",
+        &cwd,
+        "the kafka consumer lag alarm fires every night at 2am",
+    ));
+    app.wait_indexed(33).await;
+
+    let ask = |moment: Moment, prompt: &str, budget: u32, max: u32| ContextRequest {
+        moment: moment as i32,
+        project: cwd.clone(),
+        session_id: "current".into(),
+        prompt: prompt.into(),
+        budget_tokens: budget,
+        max_chars: max,
+        ..Default::default()
+    };
+    let default: ContextReply = app
+        .ask(
+            subjects::RETRIEVAL_CONTEXT,
+            &ask(Moment::SessionStart, "", 0, 0),
+        )
+        .await;
+    assert!(!default.text.is_empty());
+    assert!(
+        default.text.chars().count() <= 2_000 * 4,
+        "{}",
+        default.text.len()
+    );
+    assert!(!default.item_ids.is_empty());
+    // Every cited id is a real item.
+    let got: ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_GET,
+            &proto::GetRequest {
+                ids: default.item_ids.clone(),
+            },
+        )
+        .await;
+    assert_eq!(got.items.len(), default.item_ids.len());
+    let small: ContextReply = app
+        .ask(
+            subjects::RETRIEVAL_CONTEXT,
+            &ask(Moment::SessionStart, "", 100, 0),
+        )
+        .await;
+    assert!(
+        small.text.chars().count() <= 400 && !small.text.is_empty(),
+        "{}",
+        small.text
+    );
+    let capped: ContextReply = app
+        .ask(
+            subjects::RETRIEVAL_CONTEXT,
+            &ask(Moment::SessionStart, "", 50_000, 10_000),
+        )
+        .await;
+    assert!(capped.text.chars().count() <= 10_000);
+    assert!(capped.text.chars().count() >= default.text.chars().count());
+
+    let related: ContextReply = app
+        .ask(
+            subjects::RETRIEVAL_CONTEXT,
+            &ask(
+                Moment::Prompt,
+                "kafka consumer lag keeps alarming at night",
+                0,
+                0,
+            ),
+        )
+        .await;
+    assert!(
+        related.text.contains("kafka consumer lag alarm"),
+        "{}",
+        related.text
+    );
+    let unrelated: ContextReply = app
+        .ask(
+            subjects::RETRIEVAL_CONTEXT,
+            &ask(
+                Moment::Prompt,
+                "how do I bake sourdough bread at high altitude?",
+                0,
+                0,
+            ),
+        )
+        .await;
+    assert!(unrelated.text.is_empty(), "{}", unrelated.text);
+    // The current session's own items are never injected back.
+    let own = ContextRequest {
+        session_id: "old9".into(),
+        ..ask(
+            Moment::Prompt,
+            "kafka consumer lag keeps alarming at night",
+            0,
+            0,
+        )
+    };
+    let own: ContextReply = app.ask(subjects::RETRIEVAL_CONTEXT, &own).await;
+    assert!(
+        !own.text.contains("kafka consumer lag alarm"),
+        "{}",
+        own.text
+    );
+
+    // Through the hook: Claude Code's 10,000-character cap holds.
+    let (output, _) = app.hook(
+        &json!({"hook_event_name": "SessionStart", "session_id": "new", "cwd": cwd,
+        "transcript_path": "/tmp/t.jsonl", "source": "startup"})
+        .to_string()
+        .into_bytes(),
+    );
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let text = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(text.chars().count() <= 10_000 && text.starts_with("# mneme"));
+    // And the CLI shows exactly the same text.
+    let output = app.mneme(&["context", "--project", &cwd, "--session", "new", "--json"]);
+    let cli: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(cli["text"].as_str().unwrap().trim_end(), text.trim_end());
+    let output = app.mneme(&[
+        "context",
+        "--project",
+        &cwd,
+        "--prompt",
+        "sourdough at altitude",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "(nothing would be injected)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_model_retrieval_runs_full_text_and_says_so() {
+    let mut app = App::bare();
+    app.start_services_with(retrieval::RetrievalArgs {
+        embed: retrieval::embed::Backend::Local,
+        embed_model_dir: Some(tempfile::tempdir().unwrap().path().to_owned()),
+        ..Default::default()
+    })
+    .await;
+    app.hook(&prompt(
+        "n1",
+        "/work/nomodel",
+        "tune the connection pool size",
+    ));
+    assert_eq!(
+        app.wait_for_count(
+            "SELECT count(*) FROM memory_items",
+            1,
+            Duration::from_secs(30)
+        )
+        .await,
+        1
+    );
+    let reply = search(&app, query("connection pool", "/work/nomodel")).await;
+    assert_eq!(reply.mode, "fts");
+    assert_eq!(reply.hits[0].title, "tune the connection pool size");
+    let output = app.mneme(&["status", "--json"]);
+    let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let detail = status["services"]["retrieval"]["detail"].as_str().unwrap();
+    assert!(detail.starts_with("full-text only"), "{detail}");
+}
+
+/// A small real HTTP server speaking the OpenAI embeddings protocol: 16-dimensional vectors
+/// from hashed words, so texts sharing words are close. Records the texts it embeds.
+async fn embeddings_server(embedded: Arc<std::sync::Mutex<Vec<String>>>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let embedded = embedded.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let body = loop {
+                    let n = socket.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if buf.len() >= end + 4 + length {
+                        break buf[end + 4..end + 4 + length].to_vec();
+                    }
+                };
+                let request: Value = serde_json::from_slice(&body).unwrap();
+                let inputs: Vec<String> = request["input"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect();
+                embedded.lock().unwrap().extend(inputs.iter().cloned());
+                let data: Vec<Value> = inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, text)| {
+                        let mut v = vec![0.0f32; 16];
+                        for word in text
+                            .to_lowercase()
+                            .split(|c: char| !c.is_alphanumeric())
+                            .filter(|w| !w.is_empty())
+                        {
+                            let h = word
+                                .bytes()
+                                .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+                            v[(h % 16) as usize] += 1.0;
+                        }
+                        json!({"object": "embedding", "index": i, "embedding": v})
+                    })
+                    .collect();
+                let body =
+                    json!({"object": "list", "model": request["model"], "data": data}).to_string();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_models_reindexes_in_the_background_and_embeds_each_text_once() {
+    let mut app = App::start().await;
+    let cwd = "/work/models";
+    // The same text in two sessions (within one session ingest would keep it once).
+    for (session, text) in [
+        ("m1", "cache the compiled templates"),
+        ("m0", "cache the compiled templates"),
+        ("m1", "profile the slow startup"),
+    ] {
+        app.hook(&prompt(session, cwd, text));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    app.wait_indexed(3).await;
+    // The same text twice is embedded once.
+    assert_eq!(app.count("SELECT count(*) FROM embedding_cache").await, 2);
+    let first: Vec<(String, String)> =
+        sqlx::query_as("SELECT model, table_name FROM vector_spaces")
+            .fetch_all(app.store().await.pool())
+            .await
+            .unwrap();
+    assert_eq!(first.len(), 1);
+    assert!(
+        first[0].0.starts_with("local/all-minilm-l6-v2@"),
+        "{first:?}"
+    );
+
+    // Switch to an OpenAI-compatible endpoint: a new space fills up, the old one goes.
+    app.stop_services().await;
+    let embedded = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let url = embeddings_server(embedded.clone()).await;
+    app.start_services_with(retrieval::RetrievalArgs {
+        embed: retrieval::embed::Backend::Openai,
+        embed_url: url,
+        embed_model: "hash-16".into(),
+        ..retrieval_args()
+    })
+    .await;
+    app.hook(&prompt("m2", cwd, "profile the slow startup again"));
+    app.wait_indexed(4).await;
+    let one_space = crate::harness::wait_until(Duration::from_secs(30), || async {
+        app.count("SELECT count(*) FROM vector_spaces").await == 1
+    })
+    .await;
+    assert!(one_space.is_ok(), "the old space was not dropped");
+    let spaces: Vec<(String, String)> =
+        sqlx::query_as("SELECT model, table_name FROM vector_spaces")
+            .fetch_all(app.store().await.pool())
+            .await
+            .unwrap();
+    assert!(
+        spaces[0].0.starts_with("openai/hash-16@127.0.0.1/16"),
+        "{spaces:?}"
+    );
+    let old_table = app
+        .count(&format!(
+            "SELECT count(*) FROM sqlite_master WHERE name = '{}'",
+            first[0].1
+        ))
+        .await;
+    assert_eq!(
+        old_table, 0,
+        "the old model's vectors are dropped once the new space caught up"
+    );
+    // Every item text was embedded once, even the one stored twice.
+    assert_eq!(
+        app.count("SELECT count(*) FROM embedding_cache WHERE model LIKE 'openai/%'")
+            .await,
+        3
+    );
+    let texts = embedded.lock().unwrap().clone();
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| *t == "cache the compiled templates")
+            .count(),
+        1,
+        "{texts:?}"
+    );
+    let reply = search(&app, query("slow startup profile", cwd)).await;
+    assert_eq!(reply.mode, "hybrid");
+    assert!(reply.hits[0].title.starts_with("profile the slow startup"));
+    // Cached vectors of the first model are kept, so switching back costs nothing.
+    assert_eq!(
+        app.count("SELECT count(*) FROM embedding_cache WHERE model LIKE 'local/%'")
+            .await,
+        2
+    );
+}
