@@ -147,10 +147,13 @@ impl Searcher {
         if use_fts && let Some(expression) = store::fts::match_query_any(&terms.join(" ")) {
             let sql = format!(
                 "SELECT m.id, bm25(memory_fts, ?, ?, ?, ?, ?) AS rank
-                 FROM memory_fts JOIN memory_items m ON m.id = memory_fts.rowid
+                 FROM memory_fts CROSS JOIN memory_items m ON m.id = memory_fts.rowid
                  WHERE memory_fts MATCH ? {where_sql}
                  ORDER BY rank LIMIT ?"
             );
+            // CROSS JOIN keeps the full-text match as the outer loop: left to itself, SQLite
+            // may walk every item of the project and probe the index for each, which is
+            // hundreds of times slower.
             let mut query = sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql));
             for weight in tuning.columns {
                 query = query.bind(weight);

@@ -100,15 +100,19 @@ impl VectorIndex for SqliteVec {
     fn ensure<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
             // Vectors are unit length, so L2 distance orders exactly as cosine does, and its
-            // loop is the cheaper of the two in sqlite-vec.
+            // loop is the cheaper of the two in sqlite-vec. Searches are nearly always within
+            // one project: as the partition key it confines a search to that project's chunks,
+            // where a metadata filter still reads every chunk; small chunks keep a small
+            // project from reserving a large one.
             let sql = format!(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS {} USING vec0(
                     item_id INTEGER PRIMARY KEY,
                     embedding float[{}],
-                    project TEXT,
+                    project TEXT PARTITION KEY,
                     kind TEXT,
                     session_id TEXT,
-                    occurred_at INTEGER
+                    occurred_at INTEGER,
+                    chunk_size=128
                 )",
                 checked(&space.table)?,
                 space.dim
