@@ -366,14 +366,7 @@ fn parse_time(text: &str) -> anyhow::Result<i64> {
         (1..=12).contains(&m) && (1..=31).contains(&d),
         "{text:?} is not a valid date"
     );
-    // Days-from-civil (proleptic Gregorian), the inverse of retrieval::text::day.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Ok((era * 146_097 + doe - 719_468) * 86_400_000)
+    Ok(retrieval::text::midnight_ms(y, m, d))
 }
 
 #[cfg(test)]

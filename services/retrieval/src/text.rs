@@ -314,6 +314,18 @@ pub fn day(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// Unix milliseconds of midnight UTC on a calendar date: days-from-civil (proleptic Gregorian),
+/// the inverse of [`day`].
+pub fn midnight_ms(year: i64, month: i64, date: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + date - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    (era * 146_097 + doe - 719_468) * 86_400_000
+}
+
 /// A Unix-millisecond time in words, as people write it in a conversation: `1:56 pm on 8 May,
 /// 2023` (UTC). Indexed with every item, so a question that names a month or a year can match.
 pub fn date_words(ms: i64) -> String {
@@ -407,5 +419,10 @@ mod tests {
         assert_eq!(day(0), "1970-01-01");
         assert_eq!(day(1_795_000_000_000), "2026-11-18");
         assert_eq!(day(951_782_400_000), "2000-02-29");
+        for ms in [0, 951_782_400_000, 1_794_960_000_000] {
+            let iso = day(ms);
+            let part = |r: std::ops::Range<usize>| iso[r].parse::<i64>().unwrap();
+            assert_eq!(midnight_ms(part(0..4), part(5..7), part(8..10)), ms);
+        }
     }
 }

@@ -248,7 +248,7 @@ impl VectorIndex for SqliteVec {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn unit(v: &[f32]) -> Vec<f32> {
@@ -265,6 +265,13 @@ mod tests {
             dim: 3,
             table: "vec_test".into(),
         };
+        round_trip(&index, &space).await;
+    }
+
+    /// The behaviour every backend must show: idempotent creation, cosine order, filters inside
+    /// the search, replacing upserts, deletes and drops. The Qdrant test runs it too.
+    pub(crate) async fn round_trip(index: &dyn VectorIndex, space: &Space) {
+        let space = space.clone();
         index.ensure(&space).await.unwrap();
         index.ensure(&space).await.unwrap();
         let point = |id, v: &[f32], project: &str, kind: &str, at| Point {

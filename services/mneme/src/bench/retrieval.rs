@@ -86,13 +86,7 @@ fn parse_locomo_date(text: &str) -> Option<i64> {
     .position(|m| m.eq_ignore_ascii_case(month_name))? as i64
         + 1;
     let year: i64 = parts.next()?.parse().ok()?;
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    Some(days * 86_400_000 + (hour * 60 + minute) * 60_000)
+    Some(retrieval::text::midnight_ms(year, month, day) + (hour * 60 + minute) * 60_000)
 }
 
 /// Evidence ids as the LoCoMo paper normalises them: `D1:3`, `D:1:3` and `D1:3; D1:4`.

@@ -322,11 +322,6 @@ impl VectorIndex for Qdrant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed;
-
-    fn unit(v: &[f32]) -> Vec<f32> {
-        embed::normalise(v.to_vec())
-    }
 
     #[test]
     fn an_empty_filter_filters_nothing() {
@@ -372,79 +367,7 @@ mod tests {
             dim: 3,
             table: format!("mneme_test_{}_{nanos}", std::process::id()),
         };
-        index.ensure(&space).await.unwrap();
-        index.ensure(&space).await.unwrap();
-        let point = |id, v: &[f32], project: &str, kind: &str, at| Point {
-            id,
-            vector: unit(v),
-            project: project.into(),
-            kind: kind.into(),
-            session_id: format!("s{id}"),
-            occurred_at: at,
-        };
-        index
-            .upsert(
-                &space,
-                &[
-                    point(1, &[1.0, 0.0, 0.0], "a", "prompt", 10),
-                    point(2, &[0.9, 0.1, 0.0], "b", "tool", 20),
-                    point(3, &[0.0, 1.0, 0.0], "a", "tool", 30),
-                ],
-            )
-            .await
-            .unwrap();
-        let query = unit(&[1.0, 0.0, 0.0]);
-        let all = index
-            .knn(&space, &query, 10, &VectorFilter::default())
-            .await
-            .unwrap();
-        assert_eq!(all.iter().map(|h| h.0).collect::<Vec<_>>(), [1, 2, 3]);
-        assert!((all[0].1 - 1.0).abs() < 1e-5, "{all:?}");
-        assert!(all[2].1.abs() < 1e-5, "{all:?}");
-        let filtered = index
-            .knn(
-                &space,
-                &query,
-                10,
-                &VectorFilter {
-                    project: Some("a".into()),
-                    kinds: vec!["tool".into()],
-                    ..VectorFilter::default()
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(filtered.iter().map(|h| h.0).collect::<Vec<_>>(), [3]);
-        let recent = index
-            .knn(
-                &space,
-                &query,
-                10,
-                &VectorFilter {
-                    since_ms: Some(15),
-                    exclude_sessions: vec!["s3".into()],
-                    ..VectorFilter::default()
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(recent.iter().map(|h| h.0).collect::<Vec<_>>(), [2]);
-        // Upserting an id replaces its vector.
-        index
-            .upsert(&space, &[point(1, &[0.0, 0.0, 1.0], "a", "prompt", 10)])
-            .await
-            .unwrap();
-        let again = index
-            .knn(&space, &query, 1, &VectorFilter::default())
-            .await
-            .unwrap();
-        assert_eq!(again[0].0, 2);
-        index.delete(&space, &[2]).await.unwrap();
-        let after = index
-            .knn(&space, &query, 10, &VectorFilter::default())
-            .await
-            .unwrap();
-        assert_eq!(after.len(), 2);
+        crate::vector::tests::round_trip(&index, &space).await;
         index.drop_space(&space).await.unwrap();
         // Dropping a space that is already gone is not an error.
         index.drop_space(&space).await.unwrap();
