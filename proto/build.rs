@@ -6,6 +6,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "ingest.proto",
         "retrieval.proto",
         "health.proto",
+        "compressor.proto",
+        "pattern.proto",
     ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");

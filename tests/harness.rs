@@ -109,7 +109,7 @@ impl App {
         }
     }
 
-    /// nats, ingest and retrieval, started and ready.
+    /// nats and every service, started and ready.
     pub async fn start() -> App {
         let mut app = App::bare();
         app.start_services().await;
@@ -120,8 +120,18 @@ impl App {
         self.start_services_with(retrieval_args()).await;
     }
 
-    /// Start ingest and retrieval, retrieval with these settings.
+    /// Start ingest, retrieval, compressor and pattern, retrieval with these settings.
     pub async fn start_services_with(&mut self, retrieval: retrieval::RetrievalArgs) {
+        self.start_services_full(retrieval, compressor::CompressorArgs::default())
+            .await;
+    }
+
+    /// Start every service, retrieval and the compressor with these settings.
+    pub async fn start_services_full(
+        &mut self,
+        retrieval: retrieval::RetrievalArgs,
+        compressor: compressor::CompressorArgs,
+    ) {
         self.services.push(tokio::spawn(ingest::run(
             self.common.clone(),
             ingest::IngestArgs::default(),
@@ -132,8 +142,18 @@ impl App {
             retrieval,
             self.shutdown.clone(),
         )));
+        self.services.push(tokio::spawn(compressor::run(
+            self.common.clone(),
+            compressor,
+            self.shutdown.clone(),
+        )));
+        self.services.push(tokio::spawn(pattern::run(
+            self.common.clone(),
+            pattern::PatternArgs::default(),
+            self.shutdown.clone(),
+        )));
         let client = self.client().await;
-        for service in ["ingest", "retrieval"] {
+        for service in ["ingest", "retrieval", "compressor", "pattern"] {
             let healthy = wait_until(Duration::from_secs(30), || async {
                 use proto::Message as _;
                 client

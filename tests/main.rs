@@ -6,6 +6,7 @@
 
 mod harness;
 mod hostile;
+mod memory;
 mod pipeline;
 mod retrieval;
 mod surface;

@@ -41,6 +41,30 @@ pub const RETRIEVAL_CONSUMER: &str = "retrieval";
 /// Queue group retrieval instances share, so each request is answered once.
 pub const RETRIEVAL_QUEUE: &str = "retrieval";
 
+/// Prefix of what the compressor emits: `mneme.compressor.written.<kind>` carries
+/// [`crate::MemoryWritten`] for kind `structured`, `summary` or `checkpoint`.
+pub const COMPRESSOR_WRITTEN_PREFIX: &str = "mneme.compressor.written";
+/// Wildcard matching everything the compressor emits (and none of its request subjects).
+pub const COMPRESSOR_WRITTEN_ALL: &str = "mneme.compressor.written.>";
+/// JetStream stream holding the compressor's notices, for downstream durable consumers.
+pub const COMPRESSOR_STREAM: &str = "MNEME_COMPRESSOR";
+/// Durable consumer through which the compressor reads [`INGEST_STREAM`].
+pub const COMPRESSOR_CONSUMER: &str = "compressor";
+/// Request/reply: compress a session now ([`crate::CompressRequest`] → [`crate::CompressReply`]).
+pub const COMPRESSOR_COMPRESS: &str = "mneme.compressor.compress";
+/// Request/reply: make a checkpoint now ([`crate::CheckpointRequest`] →
+/// [`crate::CheckpointReply`]).
+pub const COMPRESSOR_CHECKPOINT: &str = "mneme.compressor.checkpoint";
+/// Queue group compressor instances share, so each request is answered once.
+pub const COMPRESSOR_QUEUE: &str = "compressor";
+
+/// Emitted by the pattern service after a pattern row is committed ([`crate::PatternUpdated`]).
+pub const PATTERN_UPDATED: &str = "mneme.pattern.updated";
+/// JetStream stream holding the pattern service's notices.
+pub const PATTERN_STREAM: &str = "MNEME_PATTERN";
+/// Durable consumer through which the pattern service reads [`INGEST_STREAM`].
+pub const PATTERN_CONSUMER: &str = "pattern";
+
 /// Prefix of health probes: `mneme.health.<service>` ([`crate::HealthRequest`] →
 /// [`crate::HealthReply`]).
 pub const HEALTH_PREFIX: &str = "mneme.health";
@@ -56,6 +80,11 @@ pub fn event_subject(agent: &str, kind: &str) -> String {
 /// Subject of a service's dead letters.
 pub fn dlq_subject(service: &str) -> String {
     format!("{DLQ_PREFIX}.{service}")
+}
+
+/// Subject of a compressor notice of `kind` (`structured`, `summary`, `checkpoint`).
+pub fn compressor_written_subject(kind: &str) -> String {
+    format!("{COMPRESSOR_WRITTEN_PREFIX}.{kind}")
 }
 
 /// Subject of a service's health probe.

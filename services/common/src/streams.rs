@@ -35,6 +35,16 @@ pub fn configs() -> Vec<stream::Config> {
             EVENTS_MAX_AGE,
         ),
         base(
+            subjects::COMPRESSOR_STREAM,
+            subjects::COMPRESSOR_WRITTEN_ALL,
+            EVENTS_MAX_AGE,
+        ),
+        base(
+            subjects::PATTERN_STREAM,
+            subjects::PATTERN_UPDATED,
+            EVENTS_MAX_AGE,
+        ),
+        base(
             subjects::DLQ_STREAM,
             subjects::DLQ_ALL,
             Duration::from_secs(90 * 24 * 3600),

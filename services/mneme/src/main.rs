@@ -4,8 +4,10 @@
 //!   `MNEME_NATS_URL` is not set);
 //! - `mneme status` shows counts and service health;
 //! - `mneme search`, `timeline`, `get` and `context` read memory the way an agent does;
-//! - `mneme hooks install|uninstall|status` wires agent hosts to `mneme-hook`.
+//! - `mneme hooks install|uninstall|status` wires agent hosts to `mneme-hook`;
+//! - `mneme export --markdown` writes MEMORY.md and HISTORY.md per project.
 
+mod export;
 mod hooks;
 mod memory;
 mod nats_server;
@@ -46,6 +48,8 @@ enum Command {
     Get(memory::GetArgs),
     /// Show exactly what an agent would be given at session start or with a prompt.
     Context(memory::ContextArgs),
+    /// Write workspace memory files (MEMORY.md, HISTORY.md) per project; safe to repeat.
+    Export(export::ExportArgs),
     /// Install, remove or inspect agent host hooks.
     Hooks {
         #[command(subcommand)]
@@ -63,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Timeline(args) => memory::timeline(args).await,
         Command::Get(args) => memory::get(args).await,
         Command::Context(args) => memory::context(args).await,
+        Command::Export(args) => export::run(args).await,
         Command::Hooks { command } => hooks::run(command),
     }
 }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Services whose health `status` reports.
-const SERVICES: [&str; 2] = ["ingest", "retrieval"];
+const SERVICES: [&str; 4] = ["ingest", "retrieval", "compressor", "pattern"];
 
 pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
     let report = collect(common).await;
@@ -33,7 +33,7 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
                 health["detail"].as_str().unwrap_or("")
             );
         } else {
-            println!("{service:<9} not answering");
+            println!("{service:<10} not answering");
         }
     }
     println!(
@@ -45,10 +45,14 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
         "sessions",
         "observations",
         "memory_items",
+        "structured_observations",
+        "session_summaries",
+        "checkpoints",
+        "patterns",
         "dead_letters",
         "spooled",
     ] {
-        println!("{key:<13} {}", report[key]);
+        println!("{key:<23} {}", report[key]);
     }
     Ok(())
 }
@@ -58,6 +62,7 @@ async fn collect(common: &CommonArgs) -> Value {
         "nats": {"url": common.nats_url, "reachable": false},
         "services": {},
         "sessions": 0, "observations": 0, "memory_items": 0, "dead_letters": 0,
+        "structured_observations": 0, "session_summaries": 0, "checkpoints": 0, "patterns": 0,
         "spooled": spooled(),
         "store": {"path": common.db_path().display().to_string(), "exists": false, "size_bytes": 0},
     });
@@ -82,6 +87,10 @@ async fn collect(common: &CommonArgs) -> Value {
             ("sessions", "sessions"),
             ("observations", "observations"),
             ("memory_items", "memory_items"),
+            ("structured_observations", "structured_observations"),
+            ("session_summaries", "session_summaries"),
+            ("checkpoints", "checkpoints"),
+            ("patterns", "patterns"),
             ("dead_letters", "dead_letters"),
         ] {
             let sql = sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}"));

@@ -15,6 +15,12 @@ pub struct UpArgs {
     #[command(flatten)]
     retrieval: retrieval::RetrievalArgs,
 
+    #[command(flatten)]
+    compressor: compressor::CompressorArgs,
+
+    #[command(flatten)]
+    pattern: pattern::PatternArgs,
+
     /// The nats-server binary to start when `MNEME_NATS_URL` is not set.
     #[arg(long, env = "MNEME_NATS_SERVER")]
     nats_server: Option<PathBuf>,
@@ -29,6 +35,8 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         mut common,
         ingest: ingest_args,
         retrieval: retrieval_args,
+        compressor: compressor_args,
+        pattern: pattern_args,
         nats_server,
         nats_port,
     } = args;
@@ -60,6 +68,8 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     let result = tokio::try_join!(
         ingest::run(common.clone(), ingest_args, shutdown.clone()),
         retrieval::run(common.clone(), retrieval_args, shutdown.clone()),
+        compressor::run(common.clone(), compressor_args, shutdown.clone()),
+        pattern::run(common.clone(), pattern_args, shutdown.clone()),
     );
     // Whichever way the services ended, the others must stop too.
     shutdown.cancel();

@@ -8,9 +8,13 @@
 //! - `locomo`: turn-level evidence recall on LoCoMo through the real pipeline, for full-text,
 //!   vector and hybrid search.
 //! - `search`: hybrid search latency (query embedding included) at 10k and 100k items.
+//! - `compress`: per-event cost of the compressor and the pattern detector, and checkpoint
+//!   creation time, on the real Claude Code transcripts.
 //!
 //! Run with `cargo run --release --bin mneme-bench -- NAME`.
 
+#[path = "../bench/compress.rs"]
+mod compress_bench;
 #[path = "../nats_server.rs"]
 #[allow(dead_code)]
 mod nats_server;
@@ -34,7 +38,8 @@ async fn main() -> anyhow::Result<()> {
         "ingest" => ingest().await,
         "locomo" => retrieval_bench::locomo().await,
         "search" => retrieval_bench::search().await,
-        _ => anyhow::bail!("usage: mneme-bench hook|ingest|locomo|search"),
+        "compress" => compress_bench::compress().await,
+        _ => anyhow::bail!("usage: mneme-bench hook|ingest|locomo|search|compress"),
     }
 }
 

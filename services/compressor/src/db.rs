@@ -1,0 +1,768 @@
+//! The compressor's statements and the session walk that uses them. Everything here runs inside
+//! the caller's write transaction, so a batch's structured observations, summaries,
+//! checkpoints and cursors commit together, or not at all.
+
+use crate::heuristic::{
+    self, CheckpointFields, Prompt, Raw, SessionContext, SessionMaterial, Structured,
+    StructuredRow, SummaryFields, Todo,
+};
+use sqlx::SqliteConnection;
+
+/// A row the compressor wrote or rewrote, to be announced once the transaction commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub id: i64,
+    /// `structured`, `summary` or `checkpoint`.
+    pub kind: &'static str,
+    pub session_id: String,
+    pub project: String,
+    pub revision: i64,
+    pub trigger: String,
+    pub occurred_at: i64,
+    pub compressor: String,
+}
+
+/// The rows written by one walk, each once with its latest revision.
+#[derive(Debug, Default)]
+pub struct Writes(pub Vec<Written>);
+
+impl Writes {
+    fn push(&mut self, written: Written) {
+        match self
+            .0
+            .iter_mut()
+            .find(|w| w.kind == written.kind && w.id == written.id)
+        {
+            Some(existing) => *existing = written,
+            None => self.0.push(written),
+        }
+    }
+}
+
+/// What the compressor remembers of a session between batches.
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
+struct State {
+    project: String,
+    cursor: i64,
+    pending_tokens: i64,
+    total_tokens: i64,
+    open_group: i64,
+    todos: String,
+    ended: i64,
+}
+
+/// The edit run a following edit of the same file extends.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct Group {
+    id: i64,
+    subject_key: String,
+    #[sqlx(rename = "type")]
+    kind: String,
+    observation_ids: String,
+    title: String,
+    revision: i64,
+}
+
+/// Settings of a walk.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk {
+    /// Raw tokens after which a running session gets a (partial) summary.
+    pub threshold_tokens: i64,
+    pub now: i64,
+}
+
+/// Read the session's observations after its cursor, up to `upto`, and write what they make:
+/// structured observations, checkpoints at compactions, a summary at session end or past the
+/// token threshold. Returns what was written; nothing when the cursor is already past `upto`
+/// (a redelivered notice).
+pub async fn walk_session(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    upto: i64,
+    walk: Walk,
+    writes: &mut Writes,
+) -> sqlx::Result<()> {
+    let mut state: State = sqlx::query_as(
+        "SELECT project, cursor, pending_tokens, total_tokens, open_group, todos, ended
+         FROM compressor_sessions WHERE session_id = ?",
+    )
+    .bind(session_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .unwrap_or(State {
+        todos: "[]".to_owned(),
+        ..State::default()
+    });
+    if state.cursor >= upto {
+        return Ok(());
+    }
+    let raws: Vec<Raw> = sqlx::query_as(
+        "SELECT id, session_id, project, kind, tool_name, title, substr(body, 1, 2000) AS body,
+             substr(input, 1, 8000) AS input, substr(output, 1, 4000) AS output,
+             length(body) AS body_chars, occurred_at
+         FROM observations WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id",
+    )
+    .bind(session_id)
+    .bind(state.cursor)
+    .bind(upto)
+    .fetch_all(&mut *tx)
+    .await?;
+    let Some(last) = raws.last() else {
+        return Ok(());
+    };
+    let last_id = last.id;
+    if state.project.is_empty() {
+        state.project = last.project.clone();
+    }
+    let mut ctx = context(tx, session_id, state.cursor).await?;
+    let mut group: Option<Group> = if state.open_group > 0 {
+        sqlx::query_as(
+            "SELECT id, subject_key, type, observation_ids, title, revision
+             FROM structured_observations WHERE id = ?",
+        )
+        .bind(state.open_group)
+        .fetch_optional(&mut *tx)
+        .await?
+    } else {
+        None
+    };
+    for raw in &raws {
+        if raw.kind != "pre_tool" {
+            let tokens = heuristic::tokens(raw.body_chars);
+            state.pending_tokens += tokens;
+            state.total_tokens += tokens;
+        }
+        match raw.kind.as_str() {
+            "prompt" => {
+                ctx.last_prompt = raw
+                    .body
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+                    .to_lowercase();
+                group = None;
+                if let Some(s) = heuristic::structure_prompt(raw) {
+                    let written = insert_structured(tx, raw, &s, "prompt", walk.now).await?;
+                    writes.push(written);
+                }
+            }
+            "post_tool" | "tool_failure" => {
+                if let Some(todos) = heuristic::todos_of(raw) {
+                    state.todos = serde_json::to_string(&todos).unwrap_or_default();
+                    continue;
+                }
+                let s = heuristic::structure_tool(raw, &ctx);
+                if !s.subject_key.is_empty() {
+                    if s.outcome == "error" {
+                        ctx.failing.insert(s.subject_key.clone());
+                    } else {
+                        ctx.failing.remove(&s.subject_key);
+                    }
+                }
+                let same_file = group
+                    .as_ref()
+                    .is_some_and(|g| !s.subject_key.is_empty() && g.subject_key == s.subject_key);
+                if same_file && s.category == "file_edit" && s.outcome == "ok" {
+                    let g = group.as_mut().expect("checked above");
+                    writes.push(extend_group(tx, g, raw, &s, walk.now).await?);
+                } else if same_file && s.category == "file_read" {
+                    // Reading the file being edited is part of the edit, not a memory of its own.
+                    let g = group.as_mut().expect("checked above");
+                    append_id(tx, g, raw.id).await?;
+                } else {
+                    let written = insert_structured(tx, raw, &s, "tool", walk.now).await?;
+                    group = (s.category == "file_edit" && s.outcome == "ok").then(|| Group {
+                        id: written.id,
+                        subject_key: s.subject_key.clone(),
+                        kind: s.kind.clone(),
+                        observation_ids: format!("[{}]", raw.id),
+                        title: s.title.clone(),
+                        revision: 1,
+                    });
+                    writes.push(written);
+                }
+            }
+            "pre_compact" | "post_compact" => {
+                let written = compaction_checkpoint(tx, &state, raw, walk.now).await?;
+                state.pending_tokens = 0;
+                writes.push(written);
+            }
+            "session_end" => state.ended = 1,
+            _ => {}
+        }
+    }
+    state.cursor = last_id;
+    state.open_group = group.map_or(0, |g| g.id);
+    let trigger = if state.ended == 1 {
+        Some("session_end")
+    } else if state.pending_tokens >= walk.threshold_tokens {
+        Some("threshold")
+    } else {
+        None
+    };
+    if let Some(trigger) = trigger {
+        let last_at = raws.last().map_or(walk.now, |r| r.occurred_at);
+        writes.push(write_summary(tx, session_id, &state, trigger, last_at, walk.now).await?);
+        state.pending_tokens = 0;
+    }
+    save_state(tx, session_id, &state, walk.now).await
+}
+
+/// Write the session's summary now (an explicit request), after walking what is unread.
+pub async fn summary_now(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    walk: Walk,
+    writes: &mut Writes,
+) -> sqlx::Result<Option<i64>> {
+    walk_session(tx, session_id, i64::MAX, walk, writes).await?;
+    let Some(mut state) = load_state(tx, session_id).await? else {
+        return Ok(None);
+    };
+    let last_at = last_occurred(tx, session_id).await?;
+    let written = write_summary(tx, session_id, &state, "request", last_at, walk.now).await?;
+    let id = written.id;
+    writes.push(written);
+    state.pending_tokens = 0;
+    save_state(tx, session_id, &state, walk.now).await?;
+    Ok(Some(id))
+}
+
+/// A checkpoint made on request, after walking what is unread.
+pub async fn checkpoint_now(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    walk: Walk,
+    writes: &mut Writes,
+) -> sqlx::Result<Option<CheckpointRow>> {
+    walk_session(tx, session_id, i64::MAX, walk, writes).await?;
+    let Some(mut state) = load_state(tx, session_id).await? else {
+        return Ok(None);
+    };
+    let material = material(tx, session_id, state.cursor, &state.todos).await?;
+    let fields = heuristic::checkpoint(&material, &state.project);
+    let files = material.files_modified();
+    let text = heuristic::render_checkpoint(&fields, "");
+    let tokens_after = heuristic::tokens(text.chars().count() as i64);
+    let last_at = last_occurred(tx, session_id).await?;
+    let row = insert_checkpoint(
+        tx,
+        NewCheckpoint {
+            session_id,
+            project: &state.project,
+            trigger: "request",
+            observation_id: 0,
+            fields: &fields,
+            files: &files,
+            host_summary: "",
+            tokens_before: state.total_tokens,
+            tokens_after,
+            text: &text,
+            last_observation_id: state.cursor,
+            occurred_at: last_at,
+            now: walk.now,
+        },
+    )
+    .await?;
+    writes.push(row.written("request"));
+    state.pending_tokens = 0;
+    save_state(tx, session_id, &state, walk.now).await?;
+    Ok(Some(row))
+}
+
+async fn load_state(tx: &mut SqliteConnection, session_id: &str) -> sqlx::Result<Option<State>> {
+    sqlx::query_as(
+        "SELECT project, cursor, pending_tokens, total_tokens, open_group, todos, ended
+         FROM compressor_sessions WHERE session_id = ?",
+    )
+    .bind(session_id)
+    .fetch_optional(&mut *tx)
+    .await
+}
+
+async fn last_occurred(tx: &mut SqliteConnection, session_id: &str) -> sqlx::Result<i64> {
+    let (at,): (Option<i64>,) =
+        sqlx::query_as("SELECT max(occurred_at) FROM observations WHERE session_id = ?")
+            .bind(session_id)
+            .fetch_one(&mut *tx)
+            .await?;
+    Ok(at.unwrap_or_default())
+}
+
+async fn save_state(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    state: &State,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO compressor_sessions (session_id, project, cursor, pending_tokens,
+             total_tokens, open_group, todos, ended, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (session_id) DO UPDATE SET
+             project = excluded.project, cursor = excluded.cursor,
+             pending_tokens = excluded.pending_tokens, total_tokens = excluded.total_tokens,
+             open_group = excluded.open_group, todos = excluded.todos, ended = excluded.ended,
+             updated_at = excluded.updated_at",
+    )
+    .bind(session_id)
+    .bind(&state.project)
+    .bind(state.cursor)
+    .bind(state.pending_tokens)
+    .bind(state.total_tokens)
+    .bind(state.open_group)
+    .bind(&state.todos)
+    .bind(state.ended)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// The last prompt before the cursor and the subjects still failing, so a walk that starts
+/// mid-session classifies the way one from the start would.
+async fn context(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    cursor: i64,
+) -> sqlx::Result<SessionContext> {
+    let mut ctx = SessionContext::default();
+    if cursor == 0 {
+        return Ok(ctx);
+    }
+    let prompt: Option<(String,)> = sqlx::query_as(
+        "SELECT lower(substr(body, 1, 300)) FROM observations
+         WHERE session_id = ? AND kind = 'prompt' AND id <= ? ORDER BY id DESC LIMIT 1",
+    )
+    .bind(session_id)
+    .bind(cursor)
+    .fetch_optional(&mut *tx)
+    .await?;
+    ctx.last_prompt = prompt.map(|(p,)| p).unwrap_or_default();
+    let subjects: Vec<(String, String)> = sqlx::query_as(
+        "SELECT subject_key, outcome FROM structured_observations
+         WHERE session_id = ? AND subject_key <> '' ORDER BY id",
+    )
+    .bind(session_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (key, outcome) in subjects {
+        if outcome == "error" {
+            ctx.failing.insert(key);
+        } else {
+            ctx.failing.remove(&key);
+        }
+    }
+    Ok(ctx)
+}
+
+fn json(list: &[String]) -> String {
+    serde_json::to_string(list).unwrap_or_else(|_| "[]".to_owned())
+}
+
+async fn insert_structured(
+    tx: &mut SqliteConnection,
+    raw: &Raw,
+    s: &Structured,
+    trigger: &str,
+    now: i64,
+) -> sqlx::Result<Written> {
+    let id = sqlx::query(
+        "INSERT INTO structured_observations (session_id, project, category, type, tool_name,
+             outcome, subject_key, title, narrative, facts, concepts, files_read, files_modified,
+             observation_ids, first_observation_id, last_observation_id, occurred_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&raw.session_id)
+    .bind(&raw.project)
+    .bind(&s.category)
+    .bind(&s.kind)
+    .bind(&s.tool_name)
+    .bind(&s.outcome)
+    .bind(&s.subject_key)
+    .bind(&s.title)
+    .bind(&s.narrative)
+    .bind(json(&s.facts))
+    .bind(json(&s.concepts))
+    .bind(json(&s.files_read))
+    .bind(json(&s.files_modified))
+    .bind(format!("[{}]", raw.id))
+    .bind(raw.id)
+    .bind(raw.id)
+    .bind(raw.occurred_at)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?
+    .last_insert_rowid();
+    Ok(Written {
+        id,
+        kind: "structured",
+        session_id: raw.session_id.clone(),
+        project: raw.project.clone(),
+        revision: 1,
+        trigger: trigger.to_owned(),
+        occurred_at: raw.occurred_at,
+        compressor: "heuristic".to_owned(),
+    })
+}
+
+/// Fold one more edit of the group's file into the group.
+async fn extend_group(
+    tx: &mut SqliteConnection,
+    group: &mut Group,
+    raw: &Raw,
+    s: &Structured,
+    now: i64,
+) -> sqlx::Result<Written> {
+    let mut ids: Vec<i64> = serde_json::from_str(&group.observation_ids).unwrap_or_default();
+    ids.push(raw.id);
+    group.observation_ids = serde_json::to_string(&ids).unwrap_or_default();
+    let edits = ids.len();
+    // The first edit's verb and reason stay; the count grows. A run that fixes something is a
+    // bugfix even if its later edits alone would not say so.
+    let base = group
+        .title
+        .split(" (")
+        .next()
+        .unwrap_or(&group.title)
+        .to_owned();
+    let title = format!("{base} ({edits} edits)");
+    if group.kind != "bugfix" && s.kind == "bugfix" {
+        group.kind = "bugfix".to_owned();
+    }
+    group.revision += 1;
+    sqlx::query(
+        "UPDATE structured_observations SET type = ?, title = ?, observation_ids = ?,
+             last_observation_id = ?, revision = ?, occurred_at = ?, updated_at = ?
+         WHERE id = ?",
+    )
+    .bind(&group.kind)
+    .bind(&title)
+    .bind(&group.observation_ids)
+    .bind(raw.id)
+    .bind(group.revision)
+    .bind(raw.occurred_at)
+    .bind(now)
+    .bind(group.id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(Written {
+        id: group.id,
+        kind: "structured",
+        session_id: raw.session_id.clone(),
+        project: raw.project.clone(),
+        revision: group.revision,
+        trigger: "tool".to_owned(),
+        occurred_at: raw.occurred_at,
+        compressor: "heuristic".to_owned(),
+    })
+}
+
+async fn append_id(tx: &mut SqliteConnection, group: &mut Group, id: i64) -> sqlx::Result<()> {
+    let mut ids: Vec<i64> = serde_json::from_str(&group.observation_ids).unwrap_or_default();
+    ids.push(id);
+    group.observation_ids = serde_json::to_string(&ids).unwrap_or_default();
+    sqlx::query("UPDATE structured_observations SET observation_ids = ? WHERE id = ?")
+        .bind(&group.observation_ids)
+        .bind(group.id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// Prompts and structured observations of a session up to observation `upto`.
+async fn material(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    upto: i64,
+    todos: &str,
+) -> sqlx::Result<SessionMaterial> {
+    let prompts: Vec<Prompt> = sqlx::query_as(
+        "SELECT id, substr(body, 1, 400) AS text FROM observations
+         WHERE session_id = ? AND kind = 'prompt' AND id <= ? ORDER BY id",
+    )
+    .bind(session_id)
+    .bind(upto)
+    .fetch_all(&mut *tx)
+    .await?;
+    let structured: Vec<StructuredRow> = sqlx::query_as(
+        "SELECT id, category, type, outcome, subject_key, title, narrative, files_read,
+             files_modified, last_observation_id
+         FROM structured_observations WHERE session_id = ? ORDER BY id",
+    )
+    .bind(session_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    let todos: Vec<Todo> = serde_json::from_str(todos).unwrap_or_default();
+    Ok(SessionMaterial {
+        prompts,
+        structured,
+        todos,
+    })
+}
+
+async fn write_summary(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    state: &State,
+    trigger: &str,
+    occurred_at: i64,
+    now: i64,
+) -> sqlx::Result<Written> {
+    let material = material(tx, session_id, state.cursor, &state.todos).await?;
+    let fields = heuristic::summarise(&material);
+    let status = if state.ended == 1 { "final" } else { "partial" };
+    let (id, revision) = upsert_summary(
+        tx,
+        SummaryRow {
+            session_id,
+            project: &state.project,
+            status,
+            trigger,
+            fields: &fields,
+            files_read: &material.files_read(),
+            files_modified: &material.files_modified(),
+            last_observation_id: state.cursor,
+            compressor: "heuristic",
+            occurred_at,
+            now,
+        },
+    )
+    .await?;
+    Ok(Written {
+        id,
+        kind: "summary",
+        session_id: session_id.to_owned(),
+        project: state.project.clone(),
+        revision,
+        trigger: trigger.to_owned(),
+        occurred_at,
+        compressor: "heuristic".to_owned(),
+    })
+}
+
+/// A summary to upsert.
+pub struct SummaryRow<'a> {
+    pub session_id: &'a str,
+    pub project: &'a str,
+    pub status: &'a str,
+    pub trigger: &'a str,
+    pub fields: &'a SummaryFields,
+    pub files_read: &'a [String],
+    pub files_modified: &'a [String],
+    pub last_observation_id: i64,
+    pub compressor: &'a str,
+    pub occurred_at: i64,
+    pub now: i64,
+}
+
+/// Insert or rewrite a session's summary; returns its id and new revision.
+pub async fn upsert_summary(
+    tx: &mut SqliteConnection,
+    row: SummaryRow<'_>,
+) -> sqlx::Result<(i64, i64)> {
+    let text = heuristic::render_summary(row.fields, row.files_modified, row.project, row.status);
+    let errors = serde_json::to_string(&row.fields.errors).unwrap_or_else(|_| "[]".to_owned());
+    sqlx::query_as(
+        "INSERT INTO session_summaries (session_id, project, status, trigger, request, done,
+             decisions, open_items, files_read, files_modified, errors, text,
+             last_observation_id, compressor, occurred_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (session_id) DO UPDATE SET
+             project = excluded.project, status = excluded.status, trigger = excluded.trigger,
+             request = excluded.request, done = excluded.done, decisions = excluded.decisions,
+             open_items = excluded.open_items, files_read = excluded.files_read,
+             files_modified = excluded.files_modified, errors = excluded.errors,
+             text = excluded.text, last_observation_id = excluded.last_observation_id,
+             compressor = excluded.compressor, occurred_at = excluded.occurred_at,
+             updated_at = excluded.updated_at, revision = revision + 1
+         RETURNING id, revision",
+    )
+    .bind(row.session_id)
+    .bind(row.project)
+    .bind(row.status)
+    .bind(row.trigger)
+    .bind(&row.fields.request)
+    .bind(json(&row.fields.done))
+    .bind(json(&row.fields.decisions))
+    .bind(json(&row.fields.open_items))
+    .bind(json(row.files_read))
+    .bind(json(row.files_modified))
+    .bind(errors)
+    .bind(text)
+    .bind(row.last_observation_id)
+    .bind(row.compressor)
+    .bind(row.occurred_at)
+    .bind(row.now)
+    .fetch_one(&mut *tx)
+    .await
+}
+
+/// A checkpoint as stored.
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
+pub struct CheckpointRow {
+    pub id: i64,
+    pub session_id: String,
+    pub project: String,
+    pub trigger: String,
+    pub summary: String,
+    pub decisions: String,
+    pub open_tasks: String,
+    pub host_summary: String,
+    pub tokens_before: i64,
+    pub tokens_after: i64,
+    pub text: String,
+    pub revision: i64,
+    pub occurred_at: i64,
+}
+
+impl CheckpointRow {
+    pub fn fields(&self) -> CheckpointFields {
+        CheckpointFields {
+            summary: self.summary.clone(),
+            decisions: serde_json::from_str(&self.decisions).unwrap_or_default(),
+            open_tasks: serde_json::from_str(&self.open_tasks).unwrap_or_default(),
+        }
+    }
+
+    pub fn written(&self, trigger: &str) -> Written {
+        Written {
+            id: self.id,
+            kind: "checkpoint",
+            session_id: self.session_id.clone(),
+            project: self.project.clone(),
+            revision: self.revision,
+            trigger: trigger.to_owned(),
+            occurred_at: self.occurred_at,
+            compressor: "heuristic".to_owned(),
+        }
+    }
+}
+
+struct NewCheckpoint<'a> {
+    session_id: &'a str,
+    project: &'a str,
+    trigger: &'a str,
+    observation_id: i64,
+    fields: &'a CheckpointFields,
+    files: &'a [String],
+    host_summary: &'a str,
+    tokens_before: i64,
+    tokens_after: i64,
+    text: &'a str,
+    last_observation_id: i64,
+    occurred_at: i64,
+    now: i64,
+}
+
+const CHECKPOINT_COLUMNS: &str = "id, session_id, project, trigger, summary, decisions,
+    open_tasks, host_summary, tokens_before, tokens_after, text, revision, occurred_at";
+
+async fn insert_checkpoint(
+    tx: &mut SqliteConnection,
+    c: NewCheckpoint<'_>,
+) -> sqlx::Result<CheckpointRow> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO checkpoints (session_id, project, trigger, observation_id, summary,
+             decisions, open_tasks, files_modified, host_summary, tokens_before, tokens_after,
+             text, last_observation_id, occurred_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         RETURNING {CHECKPOINT_COLUMNS}"
+    )))
+    .bind(c.session_id)
+    .bind(c.project)
+    .bind(c.trigger)
+    .bind(c.observation_id)
+    .bind(&c.fields.summary)
+    .bind(json(&c.fields.decisions))
+    .bind(json(&c.fields.open_tasks))
+    .bind(json(c.files))
+    .bind(c.host_summary)
+    .bind(c.tokens_before)
+    .bind(c.tokens_after)
+    .bind(c.text)
+    .bind(c.last_observation_id)
+    .bind(c.occurred_at)
+    .bind(c.now)
+    .fetch_one(&mut *tx)
+    .await
+}
+
+/// A checkpoint at a compaction: made at PreCompact from the session so far, completed by the
+/// PostCompact that follows with the host's summary and its token counts.
+async fn compaction_checkpoint(
+    tx: &mut SqliteConnection,
+    state: &State,
+    raw: &Raw,
+    now: i64,
+) -> sqlx::Result<Written> {
+    let reported: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(
+        "SELECT c.tokens_before, c.tokens_after FROM compactions c
+         JOIN observations o ON o.event_id = c.event_id WHERE o.id = ?",
+    )
+    .bind(raw.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (reported_before, reported_after) = reported.unwrap_or_default();
+    if raw.kind == "post_compact" {
+        let open: Option<CheckpointRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {CHECKPOINT_COLUMNS} FROM checkpoints
+             WHERE session_id = ? AND trigger = 'pre_compact' AND host_summary = ''
+               AND id = (SELECT max(id) FROM checkpoints WHERE session_id = ?)"
+        )))
+        .bind(&raw.session_id)
+        .bind(&raw.session_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(open) = open {
+            let text = heuristic::render_checkpoint(&open.fields(), &raw.body);
+            let tokens_after =
+                reported_after.unwrap_or_else(|| heuristic::tokens(text.chars().count() as i64));
+            let row: CheckpointRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "UPDATE checkpoints SET host_summary = ?, text = ?, tokens_after = ?,
+                     tokens_before = coalesce(?, tokens_before), revision = revision + 1,
+                     updated_at = ?
+                 WHERE id = ? RETURNING {CHECKPOINT_COLUMNS}"
+            )))
+            .bind(&raw.body)
+            .bind(&text)
+            .bind(tokens_after)
+            .bind(reported_before)
+            .bind(now)
+            .bind(open.id)
+            .fetch_one(&mut *tx)
+            .await?;
+            return Ok(row.written("post_compact"));
+        }
+    }
+    let material = material(tx, &raw.session_id, raw.id, &state.todos).await?;
+    let fields = heuristic::checkpoint(&material, &raw.project);
+    let files = material.files_modified();
+    let host_summary = if raw.kind == "post_compact" {
+        raw.body.as_str()
+    } else {
+        ""
+    };
+    let text = heuristic::render_checkpoint(&fields, host_summary);
+    let row = insert_checkpoint(
+        tx,
+        NewCheckpoint {
+            session_id: &raw.session_id,
+            project: &raw.project,
+            trigger: &raw.kind,
+            observation_id: raw.id,
+            fields: &fields,
+            files: &files,
+            host_summary,
+            tokens_before: reported_before.unwrap_or(state.total_tokens),
+            tokens_after: reported_after
+                .unwrap_or_else(|| heuristic::tokens(text.chars().count() as i64)),
+            text: &text,
+            last_observation_id: raw.id,
+            occurred_at: raw.occurred_at,
+            now,
+        },
+    )
+    .await?;
+    Ok(row.written(&raw.kind))
+}

@@ -1,0 +1,98 @@
+//! The pattern service: what recurs across sessions.
+//!
+//! Consumes `mneme.ingest.stored` (durable consumer `pattern` on stream `MNEME_INGEST`) and, per
+//! session, walks the observations it has not read yet:
+//! - error: the same failure (normalised signature: tool, command, error class, file) seen at
+//!   least twice, in one session or across sessions and checkouts;
+//! - fix: a failure followed by a success on the same command or file, linking both;
+//! - procedure: the steps between such a failure and its fix;
+//! - decision, preference, architecture: statements in prompts ("let's use", "we decided",
+//!   "prefer X over Y", "always/never", 我们决定, 总是 …);
+//! - reflection: at session end, what kept failing and was never fixed.
+//!
+//! Each pattern has a stable hash, occurrence counts, first and last session, related files and
+//! observations; every change is announced on `mneme.pattern.updated` (stream `MNEME_PATTERN`).
+//!
+//! Writes: `patterns`, `pattern_occurrences`, `pattern_failures`, `pattern_sessions`. Reads
+//! ingest's `observations`.
+//!
+//! Invariants: a notice is acked only after its patterns are committed; a session's cursor
+//! and the occurrence keys make a redelivered notice change nothing.
+
+pub mod db;
+pub mod detect;
+mod worker;
+
+use anyhow::Context as _;
+use common::CommonArgs;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+pub use db::{Updated, Updates};
+
+/// Configuration of the pattern binary.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "mneme-pattern", version, about = "mneme pattern service")]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub pattern: PatternArgs,
+}
+
+/// The settings specific to the pattern service, also flattened into `mneme up`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PatternArgs {
+    /// Turn pattern detection off (the service still answers health probes).
+    #[arg(long, env = "MNEME_PATTERN_DISABLED", default_value_t = false)]
+    pub pattern_disabled: bool,
+}
+
+/// The service name, used in subjects and logs.
+pub const SERVICE: &str = "pattern";
+
+/// The detector's work on the store: one transaction per batch.
+#[derive(Clone)]
+pub struct Detector {
+    pool: sqlx::SqlitePool,
+}
+
+impl Detector {
+    pub fn new(pool: sqlx::SqlitePool) -> Detector {
+        Detector { pool }
+    }
+
+    /// Walk each session up to the observation id given with it; one transaction.
+    pub async fn process(&self, sessions: &[(String, i64)]) -> anyhow::Result<Vec<Updated>> {
+        let mut tx = store::begin_write(&self.pool).await?;
+        let mut updates = Updates::default();
+        let now = common::now_ms();
+        for (session, upto) in sessions {
+            db::walk_session(&mut tx, session, *upto, now, &mut updates)
+                .await
+                .with_context(|| format!("detecting patterns in session {session}"))?;
+        }
+        tx.commit().await.context("committing")?;
+        Ok(updates.0)
+    }
+}
+
+/// Run the pattern service until `shutdown` is cancelled; the batch in hand is finished first.
+pub async fn run(
+    common: CommonArgs,
+    args: PatternArgs,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let db_path = common.db_path();
+    let store = store::Store::open(&db_path)
+        .await
+        .with_context(|| format!("opening store {}", db_path.display()))?;
+    let client = common::nats::connect(&common, SERVICE, Duration::from_secs(30)).await?;
+    let detector = Detector::new(store.pool().clone());
+    let result = worker::run(client.clone(), detector, args, shutdown).await;
+    if let Err(error) = client.drain().await {
+        tracing::warn!(%error, "draining nats failed");
+    }
+    store.close().await;
+    result
+}
