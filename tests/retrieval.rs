@@ -732,3 +732,147 @@ async fn changing_models_reindexes_in_the_background_and_embeds_each_text_once()
         2
     );
 }
+
+fn hook_event(session: &str, cwd: &str, name: &str, extra: Value) -> Vec<u8> {
+    let mut event = json!({"hook_event_name": name, "session_id": session, "cwd": cwd,
+        "transcript_path": "/tmp/t.jsonl"});
+    for (key, value) in extra.as_object().unwrap() {
+        event[key] = value.clone();
+    }
+    event.to_string().into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_compressor_and_pattern_service_write_is_searched_and_resumed_from() {
+    let app = App::start().await;
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    let cwd = project.path().to_str().unwrap().to_owned();
+    let file = format!("{cwd}/src/ledger.rs");
+    // One session: a request, an edit, a failing and then passing test run, a compaction.
+    app.hook(&prompt(
+        "s1",
+        &cwd,
+        "make the ledger reconciliation idempotent",
+    ));
+    app.hook(&tool(
+        "s1",
+        &cwd,
+        "t1",
+        "Edit",
+        json!({"file_path": file, "old_string": "apply(entry)", "new_string": "apply_once(entry)"}),
+        json!({"filePath": file}),
+    ));
+    for (id, failed) in [("t2", true), ("t3", false)] {
+        let name = if failed {
+            "PostToolUseFailure"
+        } else {
+            "PostToolUse"
+        };
+        let mut extra = json!({"tool_name": "Bash", "tool_use_id": id,
+            "tool_input": {"command": "cargo test ledger"}});
+        if failed {
+            extra["error"] = json!("test ledger::reconcile_twice ... FAILED: duplicate entry");
+        } else {
+            extra["tool_response"] = json!({"stdout": "test result: ok. 12 passed", "stderr": ""});
+        }
+        app.hook(&hook_event("s1", &cwd, name, extra));
+    }
+    app.hook(&hook_event(
+        "s1",
+        &cwd,
+        "PreCompact",
+        json!({"trigger": "auto", "custom_instructions": ""}),
+    ));
+    app.hook(&hook_event(
+        "s1",
+        &cwd,
+        "PostCompact",
+        json!({"trigger": "auto", "compact_summary": "Ledger reconciliation now applies each entry once; next: backfill the audit table."}),
+    ));
+    app.hook(&hook_event(
+        "s1",
+        &cwd,
+        "SessionEnd",
+        json!({"reason": "prompt_input_exit"}),
+    ));
+
+    // The compressor's checkpoint and summary become memory items of their own kinds.
+    let store = app.store().await;
+    let indexed = |kind: &'static str| {
+        let pool = store.pool().clone();
+        async move {
+            let (n,): (i64,) =
+                sqlx::query_as("SELECT count(*) FROM memory_items WHERE kind = ? AND source = ?")
+                    .bind(kind)
+                    .bind(kind)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            n
+        }
+    };
+    // The checkpoint is written at PreCompact and rewritten with the host's summary at
+    // PostCompact; a rewrite is indexed as a new item, so wait for the final one.
+    let completed = || {
+        let pool = store.pool().clone();
+        async move {
+            let (n,): (i64,) = sqlx::query_as(
+                "SELECT count(*) FROM memory_items
+                 WHERE kind = 'checkpoint' AND text LIKE '%backfill the audit table%'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            n
+        }
+    };
+    crate::harness::wait_until(Duration::from_secs(30), || async {
+        completed().await == 1 && indexed("checkpoint").await == 1 && indexed("summary").await >= 1
+    })
+    .await
+    .expect("checkpoint and summary indexed");
+    let summaries = search(
+        &app,
+        SearchRequest {
+            kinds: vec!["summary".into()],
+            ..query("ledger reconciliation", &cwd)
+        },
+    )
+    .await;
+    assert!(!summaries.hits.is_empty(), "no summary found");
+    assert!(summaries.hits.iter().all(|h| h.kind == "summary"));
+
+    // The next session of the project starts from the checkpoint.
+    let start: ContextReply = app
+        .ask(
+            subjects::RETRIEVAL_CONTEXT,
+            &ContextRequest {
+                moment: Moment::SessionStart as i32,
+                project: cwd.clone(),
+                session_id: "s2".into(),
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(start.text.contains("## Resume"), "{}", start.text);
+    let cited: ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_GET,
+            &proto::GetRequest {
+                ids: start.item_ids.clone(),
+            },
+        )
+        .await;
+    assert_eq!(
+        cited.items.first().map(|i| i.kind.as_str()),
+        Some("checkpoint"),
+        "the resume block comes first and is the checkpoint: {}",
+        start.text
+    );
+    assert!(
+        start.text.contains("backfill the audit table"),
+        "{}",
+        start.text
+    );
+}

@@ -134,11 +134,17 @@ async fn session_start(
         chars: budget.chars.saturating_sub(HEADER.len()),
     });
 
-    // Resume from the latest checkpoint, or the host's own compaction summary.
+    // Resume from the latest session that has a checkpoint or a host compaction summary,
+    // preferring its newest checkpoint: that holds the host's summary too, with decisions and
+    // open tasks.
     let resume: Option<Line> = sqlx::query_as(
         "SELECT id, kind, title, text, occurred_at FROM memory_items
-         WHERE project = ? AND session_id <> ? AND kind IN ('checkpoint', 'compaction')
-         ORDER BY occurred_at DESC, id DESC LIMIT 1",
+         WHERE session_id = (
+             SELECT session_id FROM memory_items
+             WHERE project = ? AND session_id <> ? AND kind IN ('checkpoint', 'compaction')
+             ORDER BY occurred_at DESC, id DESC LIMIT 1)
+           AND kind IN ('checkpoint', 'compaction')
+         ORDER BY kind = 'checkpoint' DESC, occurred_at DESC, id DESC LIMIT 1",
     )
     .bind(&request.project)
     .bind(&request.session_id)

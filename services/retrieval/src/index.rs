@@ -50,6 +50,9 @@ pub struct NewItem {
     pub files: Vec<String>,
     pub concepts: Vec<String>,
     pub occurred_at: i64,
+    /// Whether the items before it in its session are indexed with it (raw events: yes; items
+    /// that sum up, like summaries and patterns, stand alone).
+    pub with_context: bool,
 }
 
 impl NewItem {
@@ -135,79 +138,142 @@ pub async fn catch_up(pool: &SqlitePool) -> anyhow::Result<usize> {
 /// Write items (and their full-text rows) in one transaction; items already indexed are left
 /// alone.
 pub async fn write_items(pool: &SqlitePool, items: &[NewItem]) -> anyhow::Result<usize> {
-    let now = common::now_ms();
     let mut tx = store::begin_write(pool).await?;
     let mut written = 0;
     for item in items {
-        // The two items before this one in its session: an answer is found by the question it
-        // answers, a tool result by the request that led to it.
-        let previous: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT seq, text FROM memory_items WHERE session_id = ? ORDER BY seq DESC LIMIT 2",
-        )
-        .bind(&item.session_id)
-        .fetch_all(&mut *tx)
-        .await?;
-        let seq = previous.first().map_or(1, |(seq, _)| seq + 1);
-        let prev = previous
-            .first()
-            .map(|(_, t)| cut(t, MAX_CONTEXT_CHARS))
-            .unwrap_or_default();
-        let prev2 = previous
-            .get(1)
-            .map(|(_, t)| cut(t, MAX_CONTEXT_CHARS))
-            .unwrap_or_default();
-        let embed_text = NewItem::embed_text(&item.title, &item.text, &prev);
-        let text_hash = hash(&embed_text);
-        let inserted: Option<(i64,)> = sqlx::query_as(
-            "INSERT INTO memory_items (source, source_id, kind, session_id, project, agent, author,
-                 tool_name, title, text, context, seq, files, concepts, text_hash, occurred_at,
-                 indexed_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (source, source_id) DO NOTHING
-             RETURNING id",
-        )
-        .bind(item.source)
-        .bind(item.source_id)
-        .bind(&item.kind)
-        .bind(&item.session_id)
-        .bind(&item.project)
-        .bind(&item.agent)
-        .bind(&item.author)
-        .bind(&item.tool_name)
-        .bind(&item.title)
-        .bind(&item.text)
-        .bind(&prev)
-        .bind(seq)
-        .bind(item.files.join("\n"))
-        .bind(item.concepts.join("\n"))
-        .bind(&text_hash)
-        .bind(item.occurred_at)
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((id,)) = inserted else { continue };
-        // The title is indexed on its own only when the text does not already say it, so a
-        // prompt (whose title is its first line) is not counted twice.
-        let title = if item.text.contains(item.title.as_str()) {
-            ""
-        } else {
-            item.title.as_str()
-        };
-        sqlx::query(
-            "INSERT INTO memory_fts (rowid, title, text, prev, prev2, date) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id)
-        .bind(store::fts::index_text(title))
-        .bind(store::fts::index_text(&item.text))
-        .bind(store::fts::index_text(&prev))
-        .bind(store::fts::index_text(&prev2))
-        .bind(crate::text::date_words(item.occurred_at))
-        .execute(&mut *tx)
-        .await?;
-        written += 1;
+        written += usize::from(insert_item(&mut tx, item).await?.is_some());
     }
     tx.commit().await?;
     Ok(written)
+}
+
+/// Write items that replace what their source rows said before (a summary rewritten, a pattern
+/// seen again): an item whose title and text are unchanged is left alone, a changed one is
+/// deleted and written anew under a new id, so the background embedder, which works upwards
+/// through ids, embeds its new text. Returns the ids of the items removed, whose vectors the
+/// caller deletes, and how many items were written.
+pub async fn replace_items(
+    pool: &SqlitePool,
+    items: &[NewItem],
+) -> anyhow::Result<(Vec<i64>, usize)> {
+    let mut tx = store::begin_write(pool).await?;
+    let mut removed = Vec::new();
+    let mut written = 0;
+    for item in items {
+        let existing: Option<(i64, String, String)> = sqlx::query_as(
+            "SELECT id, title, text FROM memory_items WHERE source = ? AND source_id = ?",
+        )
+        .bind(item.source)
+        .bind(item.source_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((id, title, text)) = existing {
+            if title == item.title && text == item.text {
+                continue;
+            }
+            sqlx::query("DELETE FROM memory_fts WHERE rowid = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM memory_items WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            removed.push(id);
+        }
+        written += usize::from(insert_item(&mut tx, item).await?.is_some());
+    }
+    tx.commit().await?;
+    Ok((removed, written))
+}
+
+/// Insert one item and its full-text row; `None` when its source row is already indexed.
+async fn insert_item(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    item: &NewItem,
+) -> anyhow::Result<Option<i64>> {
+    let now = common::now_ms();
+    // The two items before this one in its session: an answer is found by the question it
+    // answers, a tool result by the request that led to it. Derived items (summaries,
+    // patterns) stand alone.
+    let (last_seq,): (i64,) =
+        sqlx::query_as("SELECT COALESCE(MAX(seq), 0) FROM memory_items WHERE session_id = ?")
+            .bind(&item.session_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    let seq = last_seq + 1;
+    // Context comes from items of the same source, so a summary written between two events is
+    // not read as what the second one answers.
+    let previous: Vec<(String,)> = if item.with_context {
+        sqlx::query_as(
+            "SELECT text FROM memory_items WHERE session_id = ? AND source = ?
+             ORDER BY seq DESC LIMIT 2",
+        )
+        .bind(&item.session_id)
+        .bind(item.source)
+        .fetch_all(&mut **tx)
+        .await?
+    } else {
+        Vec::new()
+    };
+    let context = |i: usize| {
+        previous
+            .get(i)
+            .map(|(t,)| cut(t, MAX_CONTEXT_CHARS))
+            .unwrap_or_default()
+    };
+    let (prev, prev2) = (context(0), context(1));
+    let embed_text = NewItem::embed_text(&item.title, &item.text, &prev);
+    let text_hash = hash(&embed_text);
+    let inserted: Option<(i64,)> = sqlx::query_as(
+        "INSERT INTO memory_items (source, source_id, kind, session_id, project, agent, author,
+             tool_name, title, text, context, seq, files, concepts, text_hash, occurred_at,
+             indexed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (source, source_id) DO NOTHING
+         RETURNING id",
+    )
+    .bind(item.source)
+    .bind(item.source_id)
+    .bind(&item.kind)
+    .bind(&item.session_id)
+    .bind(&item.project)
+    .bind(&item.agent)
+    .bind(&item.author)
+    .bind(&item.tool_name)
+    .bind(&item.title)
+    .bind(&item.text)
+    .bind(&prev)
+    .bind(seq)
+    .bind(item.files.join("\n"))
+    .bind(item.concepts.join("\n"))
+    .bind(&text_hash)
+    .bind(item.occurred_at)
+    .bind(now)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((id,)) = inserted else {
+        return Ok(None);
+    };
+    // The title is indexed on its own only when the text does not already say it, so a
+    // prompt (whose title is its first line) is not counted twice.
+    let title = if item.text.contains(item.title.as_str()) {
+        ""
+    } else {
+        item.title.as_str()
+    };
+    sqlx::query(
+        "INSERT INTO memory_fts (rowid, title, text, prev, prev2, date) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(id)
+    .bind(store::fts::index_text(title))
+    .bind(store::fts::index_text(&item.text))
+    .bind(store::fts::index_text(&prev))
+    .bind(store::fts::index_text(&prev2))
+    .bind(crate::text::date_words(item.occurred_at))
+    .execute(&mut **tx)
+    .await?;
+    Ok(Some(id))
 }
 
 /// The memory item for an observation, if it is worth one.
@@ -254,6 +320,7 @@ fn item_of(row: &ObservationRow) -> Option<NewItem> {
         files,
         concepts,
         occurred_at: row.occurred_at,
+        with_context: true,
     })
 }
 

@@ -11,6 +11,7 @@
 //! no model it keeps working on full-text search and says so in its health detail.
 
 pub mod context;
+pub mod derived;
 pub mod embed;
 pub mod embedder;
 pub mod index;
@@ -77,6 +78,11 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_VECTOR_INDEX", default_value = "sqlite")]
     pub vector_index: String,
 
+    /// Search sqlite-vec through an in-memory eight-bit copy of the vectors (about 400 bytes an
+    /// item with MiniLM; ten times faster at 100k items). `false` searches the table directly.
+    #[arg(long, env = "MNEME_VECTOR_MEMORY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub vector_memory: bool,
+
     /// Qdrant gRPC URL, for `--vector-index qdrant`.
     #[arg(
         long,
@@ -112,6 +118,7 @@ impl Default for RetrievalArgs {
             embed_model: "all-minilm".to_owned(),
             embed_api_key: None,
             vector_index: "sqlite".to_owned(),
+            vector_memory: true,
             qdrant_url: "http://127.0.0.1:6334".to_owned(),
             qdrant_api_key: None,
             embed_rest_ratio: 1.0,
@@ -166,7 +173,10 @@ pub async fn open_vectors(
         }
     };
     let index: Arc<dyn vector::VectorIndex> = match args.vector_index.as_str() {
-        "sqlite" | "sqlite-vec" => Arc::new(vector::SqliteVec::new(pool.clone())),
+        "sqlite" | "sqlite-vec" if args.vector_memory => {
+            Arc::new(vector::SqliteVec::new(pool.clone()))
+        }
+        "sqlite" | "sqlite-vec" => Arc::new(vector::SqliteVec::without_memory(pool.clone())),
         "qdrant" => Arc::new(
             vector::qdrant::Qdrant::connect(
                 &args.qdrant_url,
@@ -245,16 +255,22 @@ pub async fn run(
     }
     let jetstream = jetstream::new(client.clone());
     common::streams::ensure(&jetstream).await?;
-    tasks.spawn(
-        indexer(
-            jetstream,
-            client.clone(),
-            pool.clone(),
-            vectors.clone(),
-            shutdown.clone(),
-        )
-        .instrument(tracing::info_span!("retrieval.indexer")),
-    );
+    for feed in [Feed::Observations, Feed::Compressor, Feed::Patterns] {
+        tasks.spawn(
+            indexer(
+                feed,
+                jetstream.clone(),
+                client.clone(),
+                pool.clone(),
+                vectors.clone(),
+                shutdown.clone(),
+            )
+            .instrument(tracing::info_span!(
+                "retrieval.indexer",
+                feed = feed.stream()
+            )),
+        );
+    }
 
     let mut requests = futures::stream::select_all(
         futures::future::try_join_all(
@@ -338,9 +354,86 @@ async fn report_progress(
     }
 }
 
-/// Index what ingest stored, as it is stored. A batch is indexed in one transaction and acked
-/// after it commits; a failure leaves it unacked, so JetStream redelivers it.
+/// A stream of notices retrieval indexes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Feed {
+    /// What ingest stored (`mneme.ingest.stored`).
+    Observations,
+    /// What the compressor wrote (`mneme.compressor.written.>`).
+    Compressor,
+    /// What the pattern service found (`mneme.pattern.updated`).
+    Patterns,
+}
+
+/// What one notice asks to index.
+enum Work {
+    Observation(i64),
+    Derived(derived::Source),
+}
+
+impl Feed {
+    fn stream(self) -> &'static str {
+        match self {
+            Feed::Observations => subjects::INGEST_STREAM,
+            Feed::Compressor => subjects::COMPRESSOR_STREAM,
+            Feed::Patterns => subjects::PATTERN_STREAM,
+        }
+    }
+
+    fn subject(self) -> &'static str {
+        match self {
+            Feed::Observations => subjects::OBSERVATION_STORED,
+            Feed::Compressor => subjects::COMPRESSOR_WRITTEN_ALL,
+            Feed::Patterns => subjects::PATTERN_UPDATED,
+        }
+    }
+
+    fn decode(self, payload: &[u8]) -> Result<Work, String> {
+        match self {
+            Feed::Observations => proto::ObservationStored::decode(payload)
+                .map(|n| Work::Observation(n.observation_id))
+                .map_err(|e| format!("not an ObservationStored: {e}")),
+            Feed::Compressor => {
+                let notice = proto::MemoryWritten::decode(payload)
+                    .map_err(|e| format!("not a MemoryWritten: {e}"))?;
+                derived::Source::of_compressor(&notice.kind, notice.id)
+                    .map(Work::Derived)
+                    .ok_or_else(|| format!("unknown compressor kind {:?}", notice.kind))
+            }
+            Feed::Patterns => proto::PatternUpdated::decode(payload)
+                .map(|n| Work::Derived(derived::Source::Pattern(n.pattern_id)))
+                .map_err(|e| format!("not a PatternUpdated: {e}")),
+        }
+    }
+}
+
+/// Index the work of one batch of notices in order; returns the ids of items replaced.
+async fn index_batch(pool: &sqlx::SqlitePool, work: &[Work]) -> anyhow::Result<Vec<i64>> {
+    let observations: Vec<i64> = work
+        .iter()
+        .filter_map(|w| match w {
+            Work::Observation(id) => Some(*id),
+            Work::Derived(_) => None,
+        })
+        .collect();
+    index::index_observations(pool, &observations).await?;
+    let sources: Vec<derived::Source> = work
+        .iter()
+        .filter_map(|w| match w {
+            Work::Derived(source) => Some(*source),
+            Work::Observation(_) => None,
+        })
+        .collect();
+    if sources.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(derived::index(pool, &sources).await?.0)
+}
+
+/// Index what a feed announces, as it is announced. A batch is indexed in one transaction and
+/// acked after it commits; a failure leaves it unacked, so JetStream redelivers it.
 async fn indexer(
+    feed: Feed,
     jetstream: jetstream::Context,
     client: async_nats::Client,
     pool: sqlx::SqlitePool,
@@ -348,14 +441,15 @@ async fn indexer(
     shutdown: CancellationToken,
 ) {
     let consumer = async {
-        let stream = jetstream.get_stream(subjects::INGEST_STREAM).await?;
+        let stream = jetstream.get_stream(feed.stream()).await?;
+        // Each stream has its own consumers, so the one durable name serves every feed.
         let consumer: jetstream::consumer::PullConsumer = stream
             .get_or_create_consumer(
                 subjects::RETRIEVAL_CONSUMER,
                 pull::Config {
                     durable_name: Some(subjects::RETRIEVAL_CONSUMER.to_owned()),
-                    description: Some("retrieval: index stored observations".to_owned()),
-                    filter_subject: subjects::OBSERVATION_STORED.to_owned(),
+                    description: Some(format!("retrieval: index {}", feed.subject())),
+                    filter_subject: feed.subject().to_owned(),
                     ack_policy: jetstream::consumer::AckPolicy::Explicit,
                     ack_wait: ACK_WAIT,
                     max_ack_pending: 20_000,
@@ -375,7 +469,7 @@ async fn indexer(
     let mut messages = match consumer {
         Ok(messages) => messages.ready_chunks(INDEX_BATCH),
         Err(error) => {
-            tracing::error!(error = %format!("{error:#}"), "cannot consume stored observations; indexing stopped");
+            tracing::error!(error = %format!("{error:#}"), stream = feed.stream(), "cannot consume notices; indexing of this feed stopped");
             return;
         }
     };
@@ -389,23 +483,23 @@ async fn indexer(
             },
         };
         let messages: Vec<jetstream::Message> = chunk.into_iter().filter_map(Result::ok).collect();
-        let mut ids = Vec::with_capacity(messages.len());
+        let mut work = Vec::with_capacity(messages.len());
         for message in &messages {
-            match proto::ObservationStored::decode(message.payload.as_ref()) {
-                Ok(stored) => ids.push(stored.observation_id),
-                Err(error) => {
-                    dead_letter(
-                        &client,
-                        message,
-                        &format!("not an ObservationStored: {error}"),
-                    )
-                    .await
-                }
+            match feed.decode(message.payload.as_ref()) {
+                Ok(w) => work.push(w),
+                Err(reason) => dead_letter(&client, message, &reason).await,
             }
         }
-        match index::index_observations(&pool, &ids).await {
-            Ok(_) => {
+        match index_batch(&pool, &work).await {
+            Ok(replaced) => {
                 if let Some(vectors) = &vectors {
+                    if !replaced.is_empty()
+                        && let Err(error) = vectors.index.delete(&vectors.space, &replaced).await
+                    {
+                        // A stale vector points at an id that no longer exists, which search
+                        // skips; it costs space, not correctness.
+                        tracing::warn!(error = %format!("{error:#}"), "could not delete replaced vectors");
+                    }
                     vectors.wake.notify_one();
                 }
                 for message in &messages {

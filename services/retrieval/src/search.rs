@@ -142,9 +142,15 @@ impl Searcher {
         };
         let terms = text::query_terms(&request.query);
         let (where_sql, binds) = filters(request);
-        let mut evidence: HashMap<i64, Evidence> = HashMap::new();
-
-        if use_fts && let Some(expression) = store::fts::match_query_any(&terms.join(" ")) {
+        // The full-text search runs on SQLite's thread while the query is embedded and the
+        // vector index searched, so a hybrid search costs the slower of the two, not their sum.
+        let lexical = async {
+            let Some(expression) = use_fts
+                .then(|| store::fts::match_query_any(&terms.join(" ")))
+                .flatten()
+            else {
+                return Ok(Vec::new());
+            };
             let sql = format!(
                 "SELECT m.id, bm25(memory_fts, ?, ?, ?, ?, ?) AS rank
                  FROM memory_fts CROSS JOIN memory_items m ON m.id = memory_fts.rowid
@@ -159,19 +165,12 @@ impl Searcher {
                 query = query.bind(weight);
             }
             query = bind_all(query.bind(expression), &binds);
-            let rows = query.bind(depth as i64).fetch_all(&self.pool).await?;
-            for (rank, (id, score)) in rows.into_iter().enumerate() {
-                let e = evidence.entry(id).or_default();
-                e.fts_rank = Some(rank);
-                // BM25 ranks are negative, better ones lower.
-                e.bm25 = -score;
-            }
-        }
-
-        let mut query_vector = None;
-        if let Some(vectors) = vectors
-            && !request.query.trim().is_empty()
-        {
+            query.bind(depth as i64).fetch_all(&self.pool).await
+        };
+        let semantic = async {
+            let Some(vectors) = vectors.filter(|_| !request.query.trim().is_empty()) else {
+                return anyhow::Ok(None);
+            };
             let vector = vectors.embed_query(&request.query).await?;
             let filter = vector_filter(request);
             // File and concept filters are checked after the search, so ask for more.
@@ -184,6 +183,23 @@ impl Searcher {
                 .index
                 .knn(&vectors.space, &vector, k, &filter)
                 .await?;
+            Ok(Some((vector, hits)))
+        };
+        let started = std::time::Instant::now();
+        let ((fts_rows, fts_took), (semantic, vector_took)) =
+            tokio::join!(async { (lexical.await, started.elapsed()) }, async {
+                (semantic.await, started.elapsed())
+            });
+
+        let mut evidence: HashMap<i64, Evidence> = HashMap::new();
+        for (rank, (id, score)) in fts_rows?.into_iter().enumerate() {
+            let e = evidence.entry(id).or_default();
+            e.fts_rank = Some(rank);
+            // BM25 ranks are negative, better ones lower.
+            e.bm25 = -score;
+        }
+        let mut query_vector = None;
+        if let Some((vector, hits)) = semantic? {
             for (rank, (id, cosine)) in hits.into_iter().enumerate() {
                 // Below the floor a neighbour is not a find; its similarity still counts for
                 // an item full-text found.
@@ -215,7 +231,15 @@ impl Searcher {
             self.fill_cosines(vectors, query, &rows, &mut evidence)
                 .await?;
         }
+        let loaded = started.elapsed();
         let scores = score(tuning, request, &rows, &evidence, mode);
+        tracing::debug!(
+            fts_ms = fts_took.as_secs_f64() * 1e3,
+            vector_ms = vector_took.as_secs_f64() * 1e3,
+            candidates_ms = loaded.as_secs_f64() * 1e3,
+            candidates = rows.len(),
+            "search phases"
+        );
 
         let now = common::now_ms();
         let mut hits: Vec<SearchHit> = rows
@@ -499,7 +523,9 @@ fn filters(request: &SearchRequest) -> (String, Vec<Bind>) {
     let mut sql = String::new();
     let mut binds = Vec::new();
     if !request.project.is_empty() && !request.boost_project {
-        sql.push_str(" AND m.project = ?");
+        // The unary plus keeps SQLite from answering "these ids, in this project" by walking
+        // the project's index (every item of the project) instead of looking the ids up.
+        sql.push_str(" AND +m.project = ?");
         binds.push(Bind::Text(request.project.clone()));
     }
     let list =

@@ -5,12 +5,18 @@
 //! never compared. Points carry the fields searches filter on most (project, kind, session,
 //! time), so those filters apply inside the nearest-neighbour search instead of after it.
 
+pub mod flat;
 pub mod qdrant;
 
 use crate::embed;
 use anyhow::Context as _;
+use flat::Flat;
+use futures::TryStreamExt as _;
 use futures::future::BoxFuture;
 use sqlx::SqlitePool;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::watch;
 
 /// One vector space: a model, its dimensions and where its vectors live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,18 +74,150 @@ pub trait VectorIndex: Send + Sync {
     fn delete<'a>(&'a self, space: &'a Space, ids: &'a [i64]) -> BoxFuture<'a, anyhow::Result<()>>;
     /// Drop a space entirely (after a model change has re-indexed into another one).
     fn drop_space<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Wait until searches of `space` run at full speed (an index that loads a copy into
+    /// memory answers, more slowly, before that).
+    fn loaded<'a>(&'a self, _space: &'a Space) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
 }
 
-/// sqlite-vec `vec0` tables in the store.
-#[derive(Debug, Clone)]
+/// sqlite-vec `vec0` tables in the store, the durable copy, each searched through an
+/// in-memory eight-bit copy ([`Flat`]) once that has been loaded.
+#[derive(Clone)]
 pub struct SqliteVec {
     pool: SqlitePool,
+    mirrors: Arc<Mutex<HashMap<String, Arc<Mirror>>>>,
+    /// Whether tables are searched through an in-memory copy.
+    memory: bool,
+}
+
+/// The in-memory copy of one table, and whether it has been loaded yet.
+struct Mirror {
+    state: RwLock<MirrorState>,
+    ready: watch::Sender<bool>,
+}
+
+enum MirrorState {
+    /// Being read from the table; changes committed meanwhile wait here, to be applied on top,
+    /// since the read may or may not have seen them (applying twice changes nothing).
+    Loading(Vec<Change>),
+    Ready(Box<Flat>),
+    /// The table could not be read; searches keep using `vec0`.
+    Failed,
+}
+
+enum Change {
+    Upsert(Vec<Point>),
+    Delete(Vec<i64>),
+}
+
+impl Mirror {
+    fn apply(&self, change: Change) {
+        let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+        match &mut *state {
+            MirrorState::Loading(pending) => pending.push(change),
+            MirrorState::Ready(flat) => apply(flat, &change),
+            MirrorState::Failed => {}
+        }
+    }
+}
+
+fn apply(flat: &mut Flat, change: &Change) {
+    match change {
+        Change::Upsert(points) => points.iter().for_each(|p| flat.upsert(p)),
+        Change::Delete(ids) => ids.iter().for_each(|id| flat.delete(*id)),
+    }
 }
 
 impl SqliteVec {
     pub fn new(pool: SqlitePool) -> SqliteVec {
-        SqliteVec { pool }
+        SqliteVec {
+            pool,
+            mirrors: Arc::default(),
+            memory: true,
+        }
     }
+
+    /// Search `vec0` directly, with no in-memory copy: slower, for stores too large for memory.
+    pub fn without_memory(pool: SqlitePool) -> SqliteVec {
+        SqliteVec {
+            memory: false,
+            ..SqliteVec::new(pool)
+        }
+    }
+
+    fn mirror(&self, space: &Space) -> Option<Arc<Mirror>> {
+        let mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+        mirrors.get(&space.table).cloned()
+    }
+
+    /// Start loading the in-memory copy of `space` unless one exists.
+    fn start_mirror(&self, space: &Space) {
+        if !self.memory {
+            return;
+        }
+        let mirror = {
+            let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+            if mirrors.contains_key(&space.table) {
+                return;
+            }
+            let mirror = Arc::new(Mirror {
+                state: RwLock::new(MirrorState::Loading(Vec::new())),
+                ready: watch::Sender::new(false),
+            });
+            mirrors.insert(space.table.clone(), Arc::clone(&mirror));
+            mirror
+        };
+        let pool = self.pool.clone();
+        let space = space.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let loaded = load(&pool, &space).await;
+            let mut state = mirror.state.write().unwrap_or_else(|e| e.into_inner());
+            let pending = std::mem::replace(&mut *state, MirrorState::Failed);
+            match (loaded, pending) {
+                (Ok(mut flat), MirrorState::Loading(pending)) => {
+                    pending.iter().for_each(|change| apply(&mut flat, change));
+                    tracing::info!(
+                        table = %space.table,
+                        vectors = flat.len(),
+                        ms = started.elapsed().as_millis() as u64,
+                        "vectors loaded into memory"
+                    );
+                    *state = MirrorState::Ready(Box::new(flat));
+                }
+                (Err(error), _) => {
+                    tracing::warn!(table = %space.table, error = %format!("{error:#}"), "could not load vectors into memory; searching sqlite-vec directly");
+                }
+                (Ok(_), other) => *state = other,
+            }
+            drop(state);
+            mirror.ready.send_replace(true);
+        });
+    }
+}
+
+/// Read every vector of `space` from its `vec0` table.
+async fn load(pool: &SqlitePool, space: &Space) -> anyhow::Result<Flat> {
+    let sql = format!(
+        "SELECT item_id, embedding, project, kind, session_id, occurred_at FROM {}",
+        checked(&space.table)?
+    );
+    let mut flat = Flat::new(space.dim);
+    let mut rows =
+        sqlx::query_as::<_, (i64, Vec<u8>, String, String, String, i64)>(sqlx::AssertSqlSafe(sql))
+            .fetch(pool);
+    while let Some((id, bytes, project, kind, session_id, occurred_at)) = rows.try_next().await? {
+        flat.upsert(&Point {
+            id,
+            vector: embed::from_bytes(&bytes),
+            project,
+            kind,
+            session_id,
+            occurred_at,
+        });
+    }
+    Ok(flat)
 }
 
 /// Table names are generated from a hash, never from user input; check anyway before splicing
@@ -121,6 +259,7 @@ impl VectorIndex for SqliteVec {
                 .execute(&self.pool)
                 .await
                 .context("creating the vector table")?;
+            self.start_mirror(space);
             Ok(())
         })
     }
@@ -156,6 +295,9 @@ impl VectorIndex for SqliteVec {
                     .context("inserting a vector")?;
             }
             tx.commit().await?;
+            if let Some(mirror) = self.mirror(space) {
+                mirror.apply(Change::Upsert(points.to_vec()));
+            }
             Ok(())
         })
     }
@@ -168,6 +310,24 @@ impl VectorIndex for SqliteVec {
         filter: &'a VectorFilter,
     ) -> BoxFuture<'a, anyhow::Result<Vec<(i64, f32)>>> {
         Box::pin(async move {
+            if let Some(mirror) = self.mirror(space) {
+                let ready = matches!(
+                    *mirror.state.read().unwrap_or_else(|e| e.into_inner()),
+                    MirrorState::Ready(_)
+                );
+                if ready {
+                    let (query, filter) = (query.to_vec(), filter.clone());
+                    // A scan of 100k vectors is milliseconds of CPU: off the async threads.
+                    return tokio::task::spawn_blocking(move || {
+                        match &*mirror.state.read().unwrap_or_else(|e| e.into_inner()) {
+                            MirrorState::Ready(flat) => flat.knn(&query, k, &filter),
+                            _ => Vec::new(),
+                        }
+                    })
+                    .await
+                    .context("vector scan panicked");
+                }
+            }
             let table = checked(&space.table)?;
             let mut sql =
                 format!("SELECT item_id, distance FROM {table} WHERE embedding MATCH ? AND k = ?");
@@ -232,7 +392,22 @@ impl VectorIndex for SqliteVec {
                     .await?;
             }
             tx.commit().await?;
+            if let Some(mirror) = self.mirror(space) {
+                mirror.apply(Change::Delete(ids.to_vec()));
+            }
             Ok(())
+        })
+    }
+
+    /// Waits until the in-memory copy is loaded (or failed to load); searches before then are
+    /// answered by `vec0`, correctly but slower.
+    fn loaded<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(mirror) = self.mirror(space) else {
+                return;
+            };
+            let mut ready = mirror.ready.subscribe();
+            let _ = ready.wait_for(|r| *r).await;
         })
     }
 
@@ -242,6 +417,8 @@ impl VectorIndex for SqliteVec {
             sqlx::query(sqlx::AssertSqlSafe(sql))
                 .execute(&self.pool)
                 .await?;
+            let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+            mirrors.remove(&space.table);
             Ok(())
         })
     }
@@ -266,6 +443,75 @@ pub(crate) mod tests {
             table: "vec_test".into(),
         };
         round_trip(&index, &space).await;
+        round_trip(&SqliteVec::without_memory(store.pool().clone()), &space).await;
+    }
+
+    #[tokio::test]
+    async fn the_memory_copy_loads_from_the_table_and_answers_as_vec0_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store::Store::open(&dir.path().join("m.db")).await.unwrap();
+        let space = Space {
+            model: "test".into(),
+            dim: 8,
+            table: "vec_load".into(),
+        };
+        let direct = SqliteVec::without_memory(store.pool().clone());
+        direct.ensure(&space).await.unwrap();
+        let mut state = 11u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        let points: Vec<Point> = (0..300)
+            .map(|id| Point {
+                id,
+                vector: unit(&(0..8).map(|_| next()).collect::<Vec<_>>()),
+                project: ["a", "b", "c"][id as usize % 3].into(),
+                kind: "tool".into(),
+                session_id: format!("s{}", id % 10),
+                occurred_at: id,
+            })
+            .collect();
+        direct.upsert(&space, &points).await.unwrap();
+
+        // A new index over the same store loads what is there, then keeps up with changes.
+        let memory = SqliteVec::new(store.pool().clone());
+        memory.ensure(&space).await.unwrap();
+        memory.loaded(&space).await;
+        let loaded = memory.mirror(&space).unwrap();
+        assert!(matches!(
+            &*loaded.state.read().unwrap(),
+            MirrorState::Ready(flat) if flat.len() == 300
+        ));
+        memory.delete(&space, &[0, 1, 2]).await.unwrap();
+        for (i, query) in points.iter().take(20).enumerate() {
+            let filter = VectorFilter {
+                project: (i % 2 == 0).then(|| "b".to_owned()),
+                ..VectorFilter::default()
+            };
+            let want = direct
+                .knn(&space, &query.vector, 10, &filter)
+                .await
+                .unwrap();
+            let got = memory
+                .knn(&space, &query.vector, 10, &filter)
+                .await
+                .unwrap();
+            let ids = |hits: &[(i64, f32)]| hits.iter().map(|h| h.0).collect::<Vec<_>>();
+            assert_eq!(ids(&got)[0], ids(&want)[0], "best match differs");
+            let shared = ids(&got)
+                .iter()
+                .filter(|id| ids(&want).contains(id))
+                .count();
+            assert!(shared >= 9, "{:?} against {:?}", ids(&got), ids(&want));
+            for ((_, g), (_, w)) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 0.02, "cosine {g} against {w}");
+            }
+        }
+        memory.drop_space(&space).await.unwrap();
+        assert!(memory.mirror(&space).is_none());
     }
 
     /// The behaviour every backend must show: idempotent creation, cosine order, filters inside

@@ -707,6 +707,9 @@ fn synthetic_text(seed: u64) -> String {
 
 /// Hybrid search latency, query embedding included, at 10k and 100k stored items.
 pub async fn search() -> anyhow::Result<()> {
+    // `MNEME_LOG=retrieval::search=debug` shows where each search spent its time.
+    let _telemetry =
+        std::env::var_os("MNEME_LOG").map(|_| common::telemetry::init("mneme-bench", "text", None));
     let args = retrieval_args()?;
     let sizes: Vec<usize> = std::env::var("MNEME_BENCH_SIZES")
         .ok()
@@ -754,6 +757,7 @@ pub async fn search() -> anyhow::Result<()> {
                 files: Vec::new(),
                 concepts: Vec::new(),
                 occurred_at: now - (size - i) as i64 * 60_000,
+                with_context: true,
             });
             if items.len() == 1_000 || i + 1 == size {
                 retrieval::index::write_items(store.pool(), &items).await?;
@@ -800,8 +804,8 @@ pub async fn search() -> anyhow::Result<()> {
             vectors: Some(Arc::clone(&vectors)),
             tuning: Tuning::default(),
         };
-        let mut timings = Vec::with_capacity(queries);
-        for q in 0..queries + 10 {
+        vectors.index.loaded(&vectors.space).await;
+        let request = |q: usize, mode: &str| {
             // Every query is new, so the query-vector cache never helps.
             let words = synthetic_text(1_000_000 + q as u64);
             let query: String = words
@@ -809,16 +813,43 @@ pub async fn search() -> anyhow::Result<()> {
                 .take(3 + q % 4)
                 .collect::<Vec<_>>()
                 .join(" ");
-            let request = proto::SearchRequest {
-                query: format!("{query} {q}"),
+            proto::SearchRequest {
+                query: format!("{query} {q} {mode}"),
                 limit: 10,
-                project: if q % 2 == 0 {
+                project: if q.is_multiple_of(2) {
                     "/work/project-1".to_owned()
                 } else {
                     String::new()
                 },
+                mode: mode.to_owned(),
                 ..Default::default()
-            };
+            }
+        };
+        // Where the time goes: each retriever alone, and the query embedding alone.
+        let mut parts = Vec::new();
+        for mode in ["fts", "vector", "embed"] {
+            let mut timings = Vec::with_capacity(queries);
+            for q in 0..queries.min(100) {
+                let request = request(q, mode);
+                let started = Instant::now();
+                if mode == "embed" {
+                    vectors.embed_query(&request.query).await?;
+                } else {
+                    searcher.search(&request).await?;
+                }
+                timings.push(started.elapsed().as_secs_f64() * 1000.0);
+            }
+            let timings = sorted(timings);
+            parts.push(format!(
+                "{mode} p50_ms={:.2} p95_ms={:.2}",
+                percentile(&timings, 50.0),
+                percentile(&timings, 95.0)
+            ));
+        }
+        println!("search {size}: {}", parts.join(", "));
+        let mut timings = Vec::with_capacity(queries);
+        for q in 0..queries + 10 {
+            let request = request(q, "hybrid");
             let started = Instant::now();
             let (hits, mode) = searcher.search(&request).await?;
             let took = started.elapsed().as_secs_f64() * 1000.0;
