@@ -564,8 +564,19 @@ fn outcome_line(output: &str) -> Option<String> {
 }
 
 fn strip_tags(text: &str) -> String {
-    text.replace("<tool_use_error>", "")
+    // Hooks can deliver an error that was JSON-escaped once more, with literal `\\n`s.
+    text.replace("\\n", "\n")
+        .replace("<tool_use_error>", "")
         .replace("</tool_use_error>", "")
+}
+
+/// Whether a failure is not the tool's: the user rejected the call, or the host cancelled it
+/// because a parallel call failed.
+pub fn is_cancellation(title: &str) -> bool {
+    let lower = title.to_lowercase();
+    lower.contains("sibling tool call errored")
+        || lower.contains("doesn't want to proceed")
+        || lower.contains("tool use was rejected")
 }
 
 /// A session's structured observation as the summary and the checkpoint read it back.
@@ -747,7 +758,7 @@ pub fn session_errors(rows: &[StructuredRow]) -> Vec<SessionError> {
     let mut out: Vec<SessionError> = Vec::new();
     let mut keys: Vec<String> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
-        if row.outcome != "error" {
+        if row.outcome != "error" || is_cancellation(&row.title) {
             continue;
         }
         let key = if row.subject_key.is_empty() {

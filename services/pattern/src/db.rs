@@ -92,6 +92,7 @@ pub async fn walk_session(
     .await?;
     for raw in &raws {
         match raw.kind.as_str() {
+            "tool_failure" if detect::is_not_a_failure(raw.output.as_deref().unwrap_or("")) => {}
             "tool_failure" => failure(tx, raw, now, updates).await?,
             "post_tool" => success(tx, raw, now, updates).await?,
             "prompt" => prompt(tx, raw, now, updates).await?,
@@ -225,7 +226,7 @@ async fn success(
         format!(" Working command: `{}`.", cut(&fix_line, 200))
     };
     let step_text = if steps.names.is_empty() {
-        "retried".to_owned()
+        "when retried".to_owned()
     } else {
         format!("after {}", steps.names.join(" → "))
     };
@@ -263,7 +264,7 @@ async fn success(
     if !steps.names.is_empty() {
         let sequence = steps.names.join(" → ");
         let procedure = Pattern {
-            hash: detect::pattern_hash(&["procedure", &subject, &sequence]),
+            hash: detect::pattern_hash(&["procedure", &subject, &steps.shape.join(" → ")]),
             kind: "procedure",
             title: format!("Procedure: getting {what} to pass"),
             text: format!("When {what} fails ({error_class}): {sequence}, then run it again.{how}"),
@@ -285,6 +286,9 @@ async fn success(
 
 struct Steps {
     names: Vec<String>,
+    /// The steps without their files, consecutive repeats folded: what makes two procedures
+    /// the same procedure.
+    shape: Vec<String>,
     files: Vec<String>,
 }
 
@@ -309,21 +313,26 @@ async fn steps_between(
     .fetch_all(&mut *tx)
     .await?;
     let mut names: Vec<String> = Vec::new();
+    let mut shape: Vec<String> = Vec::new();
     let mut files = BTreeSet::new();
     for row in &rows {
         let (command, file) = detect::command_and_file(row);
-        let name = if !command.is_empty() {
-            format!("{}({command})", row.tool_name)
+        let (name, kind) = if !command.is_empty() {
+            let name = format!("{}({command})", row.tool_name);
+            (name.clone(), name)
         } else if !file.is_empty()
             && matches!(row.tool_name.as_str(), "Edit" | "Write" | "MultiEdit")
         {
             files.insert(detect::relative(&file, project));
-            format!("{}({file})", row.tool_name)
+            (format!("{}({file})", row.tool_name), row.tool_name.clone())
         } else {
-            row.tool_name.clone()
+            (row.tool_name.clone(), row.tool_name.clone())
         };
         if names.last() != Some(&name) {
             names.push(name);
+        }
+        if shape.last() != Some(&kind) {
+            shape.push(kind);
         }
     }
     if names.len() > MAX_STEPS {
@@ -333,6 +342,7 @@ async fn steps_between(
     }
     Ok(Steps {
         names,
+        shape,
         files: files.into_iter().collect(),
     })
 }

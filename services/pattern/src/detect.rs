@@ -199,10 +199,20 @@ fn is_errorish(line: &str) -> bool {
     ERROR_WORDS.iter().any(|w| lower.contains(w))
 }
 
+/// Whether a failure is not the tool's: the user rejected the call, or the host cancelled it
+/// because a parallel call failed. Such failures teach nothing about the command or file.
+pub fn is_not_a_failure(output: &str) -> bool {
+    output.contains("Sibling tool call errored")
+        || output.contains("doesn't want to proceed with this tool use")
+        || output.contains("The tool use was rejected")
+}
+
 /// The class of an error, stable across runs: the exit code, and the error line with
 /// everything run-specific (numbers, paths, names with separators) replaced by `*`.
 pub fn error_class(output: &str) -> String {
+    // Hooks can deliver an error that was JSON-escaped once more, with literal `\n`s.
     let text = output
+        .replace("\\n", "\n")
         .replace("<tool_use_error>", "")
         .replace("</tool_use_error>", "");
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
@@ -435,6 +445,18 @@ mod tests {
         assert_eq!(c.file, "lib/a.ex");
         assert_eq!(c.error_class, "string to replace not found in file");
         assert_ne!(a.hash(), c.hash());
+    }
+
+    #[test]
+    fn escaped_newlines_are_lines_and_cancellations_are_not_failures() {
+        assert_eq!(
+            error_class("Pre-commit validation failed:\\n\\n[DIALYZER]\\nFinding suitable PLTs"),
+            "* validation failed:"
+        );
+        assert!(is_not_a_failure(
+            "<tool_use_error>Sibling tool call errored</tool_use_error>"
+        ));
+        assert!(!is_not_a_failure("Exit code 1"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! The transcripts are replayed as the hook would publish them, through NATS into ingest (the
 //! store then holds exactly what production would); the compressor and the detector then walk
 //! every session one notice at a time, in process, on that store, each notice its own
-//! transaction as in the services.
+//! transaction as in the services. `MNEME_BENCH_KEEP=FILE` keeps a copy of the store.
 
 use crate::{Bed, percentile, sorted};
 use anyhow::Context as _;
@@ -166,6 +166,12 @@ pub async fn compress() -> anyhow::Result<()> {
         percentile(&checkpoints, 95.0)
     );
     store.close().await;
+    // Keep the store for a look at what was written, when asked.
+    if let Some(keep) = std::env::var_os("MNEME_BENCH_KEEP") {
+        std::fs::copy(bed.common.db_path(), &keep)
+            .with_context(|| format!("copying the store to {}", keep.to_string_lossy()))?;
+        println!("store kept at {}", keep.to_string_lossy());
+    }
     bed.stop().await;
     Ok(())
 }
