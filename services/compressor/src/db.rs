@@ -417,7 +417,6 @@ async fn extend_group(
     let mut ids: Vec<i64> = serde_json::from_str(&group.observation_ids).unwrap_or_default();
     ids.push(raw.id);
     group.observation_ids = serde_json::to_string(&ids).unwrap_or_default();
-    let edits = ids.len();
     // The first edit's verb and reason stay; the count grows. A run that fixes something is a
     // bugfix even if its later edits alone would not say so.
     let base = group
@@ -426,11 +425,12 @@ async fn extend_group(
         .next()
         .unwrap_or(&group.title)
         .to_owned();
-    let title = format!("{base} ({edits} edits)");
     if group.kind != "bugfix" && s.kind == "bugfix" {
         group.kind = "bugfix".to_owned();
     }
+    // Only edits bump the revision (reads folded into the run do not), so it counts them.
     group.revision += 1;
+    let title = format!("{base} ({} edits)", group.revision);
     sqlx::query(
         "UPDATE structured_observations SET type = ?, title = ?, observation_ids = ?,
              last_observation_id = ?, revision = ?, occurred_at = ?, updated_at = ?
@@ -765,4 +765,250 @@ async fn compaction_checkpoint(
     )
     .await?;
     Ok(row.written(&raw.kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Compressor;
+
+    /// Store raw observations the way ingest would (ingest owns the table; this is a fixture).
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        store: store::Store,
+        next: i64,
+    }
+
+    impl Fixture {
+        async fn new() -> Fixture {
+            let dir = tempfile::tempdir().unwrap();
+            let store = store::Store::open(&dir.path().join("m.db")).await.unwrap();
+            Fixture {
+                _dir: dir,
+                store,
+                next: 0,
+            }
+        }
+
+        async fn add(
+            &mut self,
+            kind: &str,
+            tool: &str,
+            title: &str,
+            body: &str,
+            input: &str,
+            output: &str,
+        ) -> i64 {
+            self.next += 1;
+            let event_id = format!("{:032x}", self.next);
+            let host_event = match kind {
+                "pre_compact" => "PreCompact",
+                "post_compact" => "PostCompact",
+                _ => "Other",
+            };
+            let id = sqlx::query(
+                "INSERT INTO observations (event_id, session_id, project, agent, kind, host_event,
+                     tool_name, title, body, input, output, content_hash, occurred_at, stored_at)
+                 VALUES (?, 's', '/p', 'claude-code', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&event_id)
+            .bind(kind)
+            .bind(host_event)
+            .bind(tool)
+            .bind(title)
+            .bind(body)
+            .bind((!input.is_empty()).then_some(input))
+            .bind((!output.is_empty()).then_some(output))
+            .bind(&event_id)
+            .bind(self.next * 1000)
+            .bind(self.next * 1000)
+            .execute(self.store.pool())
+            .await
+            .unwrap()
+            .last_insert_rowid();
+            if kind == "pre_compact" {
+                sqlx::query(
+                    "INSERT INTO compactions (event_id, session_id, project, phase, tokens_before,
+                         occurred_at) VALUES (?, 's', '/p', 'pre', 5000, ?)",
+                )
+                .bind(&event_id)
+                .bind(self.next * 1000)
+                .execute(self.store.pool())
+                .await
+                .unwrap();
+            }
+            id
+        }
+
+        async fn edit(&mut self, file: &str) -> i64 {
+            let input = format!(r#"{{"file_path":"/p/{file}","old_string":"a","new_string":"b"}}"#);
+            self.add(
+                "post_tool",
+                "Edit",
+                &format!("Edit: /p/{file}"),
+                "",
+                &input,
+                "",
+            )
+            .await
+        }
+
+        async fn count(&self, sql: &'static str) -> i64 {
+            let (n,): (i64,) = sqlx::query_as(sql)
+                .fetch_one(self.store.pool())
+                .await
+                .unwrap();
+            n
+        }
+    }
+
+    #[tokio::test]
+    async fn edit_runs_group_compactions_checkpoint_and_redelivery_changes_nothing() {
+        let mut f = Fixture::new().await;
+        let compressor = Compressor::new(f.store.pool().clone(), 1_000_000);
+        f.add(
+            "prompt",
+            "",
+            "fix the parser",
+            "fix the parser test",
+            "",
+            "",
+        )
+        .await;
+        f.edit("src/parser.rs").await;
+        let read = r#"{"file_path":"/p/src/parser.rs"}"#;
+        f.add("post_tool", "Read", "Read: /p/src/parser.rs", "", read, "")
+            .await;
+        f.edit("src/parser.rs").await;
+        let last_edit = f.edit("src/parser.rs").await;
+        let written = compressor
+            .process(&[("s".into(), last_edit)])
+            .await
+            .unwrap();
+        // One row, announced once with its latest revision.
+        assert_eq!(written.len(), 1);
+        assert_eq!(written[0].revision, 3);
+        let (title, kind, ids): (String, String, String) =
+            sqlx::query_as("SELECT title, type, observation_ids FROM structured_observations")
+                .fetch_one(f.store.pool())
+                .await
+                .unwrap();
+        assert_eq!(title, "Edited src/parser.rs (3 edits)");
+        assert_eq!(kind, "bugfix");
+        assert_eq!(ids, "[2,3,4,5]");
+
+        // Redelivered notices change nothing.
+        assert!(
+            compressor
+                .process(&[("s".into(), last_edit)])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            compressor
+                .process(&[("s".into(), 2)])
+                .await
+                .unwrap()
+                .is_empty()
+        );
+
+        // A command breaks the run; the next edit is a new row.
+        let bash = r#"{"command":"cargo test"}"#;
+        f.add(
+            "post_tool",
+            "Bash",
+            "Bash: cargo test",
+            "",
+            bash,
+            "test result: ok. 3 passed",
+        )
+        .await;
+        f.edit("src/parser.rs").await;
+        f.add(
+            "pre_compact",
+            "",
+            "context compaction starting (auto)",
+            "",
+            "",
+            "",
+        )
+        .await;
+        let post = f
+            .add(
+                "post_compact",
+                "",
+                "context compacted (auto)",
+                "The parser was fixed.",
+                "",
+                "",
+            )
+            .await;
+        let written = compressor.process(&[("s".into(), post)]).await.unwrap();
+        let kinds: Vec<&str> = written.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, vec!["structured", "structured", "checkpoint"]);
+        assert_eq!(
+            f.count("SELECT count(*) FROM structured_observations")
+                .await,
+            3
+        );
+        let (trigger, host, before, revision): (String, String, i64, i64) = sqlx::query_as(
+            "SELECT trigger, host_summary, tokens_before, revision FROM checkpoints",
+        )
+        .fetch_one(f.store.pool())
+        .await
+        .unwrap();
+        assert_eq!(
+            (trigger.as_str(), host.as_str(), before, revision),
+            ("pre_compact", "The parser was fixed.", 5000, 2)
+        );
+        assert_eq!(f.count("SELECT count(*) FROM session_summaries").await, 0);
+
+        // Session end: the final summary.
+        let end = f
+            .add("session_end", "", "session ended (other)", "", "", "")
+            .await;
+        let written = compressor.process(&[("s".into(), end)]).await.unwrap();
+        assert_eq!(written.len(), 1);
+        let (status, files): (String, String) =
+            sqlx::query_as("SELECT status, files_modified FROM session_summaries")
+                .fetch_one(f.store.pool())
+                .await
+                .unwrap();
+        assert_eq!(
+            (status.as_str(), files.as_str()),
+            ("final", r#"["/p/src/parser.rs"]"#)
+        );
+    }
+
+    #[tokio::test]
+    async fn enough_raw_text_writes_a_partial_summary() {
+        let mut f = Fixture::new().await;
+        let compressor = Compressor::new(f.store.pool().clone(), 100);
+        let long = "please make the importer resumable ".repeat(20);
+        f.add(
+            "prompt",
+            "",
+            "please make the importer resumable",
+            &long,
+            "",
+            "",
+        )
+        .await;
+        let last = f.edit("src/import.rs").await;
+        let written = compressor.process(&[("s".into(), last)]).await.unwrap();
+        let summary = written
+            .iter()
+            .find(|w| w.kind == "summary")
+            .expect("a summary");
+        assert_eq!(summary.trigger, "threshold");
+        let (status,): (String,) = sqlx::query_as("SELECT status FROM session_summaries")
+            .fetch_one(f.store.pool())
+            .await
+            .unwrap();
+        assert_eq!(status, "partial");
+        // The counter starts again: a small step does not rewrite it.
+        let next = f.edit("src/other.rs").await;
+        let written = compressor.process(&[("s".into(), next)]).await.unwrap();
+        assert!(written.iter().all(|w| w.kind != "summary"));
+    }
 }
