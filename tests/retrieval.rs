@@ -161,7 +161,7 @@ async fn hybrid_search_finds_what_either_retriever_alone_misses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filters_narrow_both_retrievers() {
-    let app = App::start().await;
+    let app = App::start_core().await;
     let cwd = "/work/filters";
     app.hook(&prompt("f1", cwd, "make the parser reject trailing commas"));
     app.hook(&tool(

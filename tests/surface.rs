@@ -116,7 +116,7 @@ async fn session_start_and_prompts_get_context_from_earlier_sessions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_search_work_from_the_cli() {
-    let app = App::start().await;
+    let app = App::start_core().await;
     app.hook(&event(
         "UserPromptSubmit",
         "cli",
