@@ -62,3 +62,108 @@ pub async fn ensure(js: &jetstream::Context) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A durable pull consumer on one of the [`configs`] streams.
+#[derive(Debug, Clone)]
+pub struct Durable<'a> {
+    pub stream: &'a str,
+    pub name: &'a str,
+    pub description: &'a str,
+    /// Subjects of the stream this consumer reads; empty for all of them.
+    pub filter_subject: &'a str,
+    /// How long JetStream waits for an ack before redelivering a message.
+    pub ack_wait: Duration,
+    /// The most messages handed over at once.
+    pub batch: usize,
+}
+
+/// Open (or create) a durable pull consumer and hand its messages over in batches of what has
+/// arrived, up to `batch`. A message that fails to arrive is logged and left out: JetStream
+/// redelivers it.
+pub async fn pull_batches(
+    js: &jetstream::Context,
+    durable: Durable<'_>,
+) -> anyhow::Result<impl futures::Stream<Item = Vec<jetstream::Message>> + Unpin + Send + use<>> {
+    use futures::StreamExt as _;
+    let consumer: jetstream::consumer::PullConsumer = js
+        .get_stream(durable.stream)
+        .await
+        .with_context(|| format!("opening stream {}", durable.stream))?
+        .get_or_create_consumer(
+            durable.name,
+            jetstream::consumer::pull::Config {
+                durable_name: Some(durable.name.to_owned()),
+                description: Some(durable.description.to_owned()),
+                filter_subject: durable.filter_subject.to_owned(),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait: durable.ack_wait,
+                max_ack_pending: 20_000,
+                ..Default::default()
+            },
+        )
+        .await
+        .with_context(|| format!("creating consumer {} on {}", durable.name, durable.stream))?;
+    let batch = durable.batch.max(1);
+    let messages = consumer
+        .stream()
+        .max_messages_per_batch(batch)
+        .heartbeat(Duration::from_secs(5))
+        .messages()
+        .await
+        .with_context(|| format!("pulling from consumer {}", durable.name))?;
+    Ok(messages.ready_chunks(batch).map(|chunk| {
+        chunk
+            .into_iter()
+            .filter_map(|m| {
+                m.map_err(|e| tracing::warn!(error = %e, "pull failed"))
+                    .ok()
+            })
+            .collect()
+    }))
+}
+
+/// Publish a message `service` cannot use to `mneme.dlq.<service>` with the reason, then ack
+/// it. The letter's `Nats-Msg-Id` is the message's stream sequence, so a redelivered poison
+/// message is one dead letter.
+pub async fn dead_letter(
+    js: &jetstream::Context,
+    service: &str,
+    message: &jetstream::Message,
+    reason: &str,
+) {
+    use proto::Message as _;
+    tracing::warn!(%reason, subject = %message.subject, "dead-lettering");
+    let seq = message
+        .info()
+        .map(|i| i.stream_sequence)
+        .unwrap_or_default();
+    let letter = proto::DeadLetter {
+        subject: message.subject.to_string(),
+        reason: reason.to_owned(),
+        event_id: String::new(),
+        excerpt: String::new(),
+        size_bytes: message.payload.len() as u64,
+        at_ms: crate::now_ms(),
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    let id = format!("dlq-{service}-{seq}");
+    headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
+    let published = js
+        .publish_with_headers(
+            subjects::dlq_subject(service),
+            headers,
+            letter.encode_to_vec().into(),
+        )
+        .await;
+    match published {
+        Ok(ack) => {
+            if let Err(error) = ack.await {
+                tracing::warn!(%error, "dead letter not acknowledged");
+            }
+        }
+        Err(error) => tracing::warn!(%error, "dead letter not published"),
+    }
+    if let Err(error) = message.ack().await {
+        tracing::warn!(%error, "ack of a dead letter failed");
+    }
+}

@@ -2,8 +2,7 @@
 //! and compress/checkpoint requests.
 
 use crate::{Compressor, SERVICE, Written, llm::Llm};
-use anyhow::Context as _;
-use async_nats::jetstream::{self, AckKind, consumer::pull};
+use async_nats::jetstream::{self, AckKind};
 use common::health::Counters;
 use futures::StreamExt as _;
 use proto::{Message as _, subjects};
@@ -38,32 +37,18 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let jetstream = jetstream::new(client.clone());
     common::streams::ensure(&jetstream).await?;
-    let consumer: jetstream::consumer::PullConsumer = jetstream
-        .get_stream(subjects::INGEST_STREAM)
-        .await
-        .context("opening the ingest stream")?
-        .get_or_create_consumer(
-            subjects::COMPRESSOR_CONSUMER,
-            pull::Config {
-                durable_name: Some(subjects::COMPRESSOR_CONSUMER.to_owned()),
-                description: Some("compressor: structure and summarise observations".to_owned()),
-                filter_subject: subjects::OBSERVATION_STORED.to_owned(),
-                ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                ack_wait: ACK_WAIT,
-                max_ack_pending: 20_000,
-                ..Default::default()
-            },
-        )
-        .await
-        .context("creating the compressor consumer")?;
-    let mut messages = consumer
-        .stream()
-        .max_messages_per_batch(BATCH)
-        .heartbeat(Duration::from_secs(5))
-        .messages()
-        .await
-        .context("pulling from the compressor consumer")?
-        .ready_chunks(BATCH);
+    let mut messages = common::streams::pull_batches(
+        &jetstream,
+        common::streams::Durable {
+            stream: subjects::INGEST_STREAM,
+            name: subjects::COMPRESSOR_CONSUMER,
+            description: "compressor: structure and summarise observations",
+            filter_subject: subjects::OBSERVATION_STORED,
+            ack_wait: ACK_WAIT,
+            batch: BATCH,
+        },
+    )
+    .await?;
     let mut requests = futures::stream::select_all(
         futures::future::try_join_all(
             [
@@ -104,11 +89,7 @@ pub async fn run(
             biased;
             _ = shutdown.cancelled() => break,
             chunk = messages.next() => match chunk {
-                Some(chunk) => {
-                    let batch: Vec<jetstream::Message> = chunk
-                        .into_iter()
-                        .filter_map(|m| m.map_err(|e| tracing::warn!(error = %e, "pull failed")).ok())
-                        .collect();
+                Some(batch) => {
                     if !batch.is_empty() {
                         worker.handle(batch).await;
                     }
@@ -364,41 +345,7 @@ impl Worker {
 
     /// Publish a notice the compressor cannot use to its dead-letter subject, then ack it.
     async fn dead_letter(&self, message: &jetstream::Message, reason: &str) {
-        tracing::warn!(%reason, subject = %message.subject, "dead-lettering");
-        let seq = message
-            .info()
-            .map(|i| i.stream_sequence)
-            .unwrap_or_default();
-        let letter = proto::DeadLetter {
-            subject: message.subject.to_string(),
-            reason: reason.to_owned(),
-            event_id: String::new(),
-            excerpt: String::new(),
-            size_bytes: message.payload.len() as u64,
-            at_ms: common::now_ms(),
-        };
-        let mut headers = async_nats::HeaderMap::new();
-        let id = format!("dlq-{SERVICE}-{seq}");
-        headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
-        let published = self
-            .jetstream
-            .publish_with_headers(
-                subjects::dlq_subject(SERVICE),
-                headers,
-                letter.encode_to_vec().into(),
-            )
-            .await;
-        match published {
-            Ok(ack) => {
-                if let Err(error) = ack.await {
-                    tracing::warn!(%error, "dead letter not acknowledged");
-                }
-            }
-            Err(error) => tracing::warn!(%error, "dead letter not published"),
-        }
-        if let Err(error) = message.ack().await {
-            tracing::warn!(%error, "ack of a dead letter failed");
-        }
+        common::streams::dead_letter(&self.jetstream, SERVICE, message, reason).await;
     }
 }
 

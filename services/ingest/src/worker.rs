@@ -5,7 +5,7 @@ use crate::db::{self, Stored};
 use crate::record::{Observation, build_observation};
 use crate::{IngestArgs, SERVICE};
 use anyhow::Context as _;
-use async_nats::jetstream::{self, AckKind, consumer::pull};
+use async_nats::jetstream::{self, AckKind};
 use common::health::Counters;
 use futures::StreamExt as _;
 use proto::event::Payload;
@@ -66,59 +66,36 @@ impl Worker {
 
     pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         common::streams::ensure(&self.jetstream).await?;
-        let stream = self
-            .jetstream
-            .get_stream(subjects::EVENTS_STREAM)
-            .await
-            .context("opening the events stream")?;
-        let consumer: jetstream::consumer::PullConsumer = stream
-            .get_or_create_consumer(
-                subjects::INGEST_CONSUMER,
-                pull::Config {
-                    durable_name: Some(subjects::INGEST_CONSUMER.to_owned()),
-                    description: Some("ingest: sanitise and store hook events".to_owned()),
-                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                    ack_wait: ACK_WAIT,
-                    max_ack_pending: 20_000,
-                    ..Default::default()
-                },
-            )
-            .await
-            .context("creating the ingest consumer")?;
+        let mut messages = common::streams::pull_batches(
+            &self.jetstream,
+            common::streams::Durable {
+                stream: subjects::EVENTS_STREAM,
+                name: subjects::INGEST_CONSUMER,
+                description: "ingest: sanitise and store hook events",
+                filter_subject: "",
+                ack_wait: ACK_WAIT,
+                batch: self.args.batch,
+            },
+        )
+        .await?;
         let health = tokio::spawn(common::health::serve(
             self.client.clone(),
             SERVICE,
             self.counters.clone(),
             shutdown.clone(),
         ));
-        let batch = self.args.batch.max(1);
-        let mut messages = consumer
-            .stream()
-            .max_messages_per_batch(batch)
-            .heartbeat(Duration::from_secs(5))
-            .messages()
-            .await
-            .context("pulling from the ingest consumer")?
-            .ready_chunks(batch);
         tracing::info!(consumer = subjects::INGEST_CONSUMER, "ingest running");
         loop {
             // A batch in progress is never interrupted: cancellation is only seen between
             // batches, so in-flight messages are finished and acked before shutdown.
-            let chunk = tokio::select! {
+            let messages = tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
-                chunk = messages.next() => match chunk {
-                    Some(chunk) => chunk,
+                batch = messages.next() => match batch {
+                    Some(batch) => batch,
                     None => break,
                 },
             };
-            let messages: Vec<jetstream::Message> = chunk
-                .into_iter()
-                .filter_map(|m| {
-                    m.map_err(|e| tracing::warn!(error = %e, "pull failed"))
-                        .ok()
-                })
-                .collect();
             if !messages.is_empty() {
                 self.handle(messages).await;
             }

@@ -2,8 +2,7 @@
 //! ack).
 
 use crate::{Detector, PatternArgs, SERVICE, Updated};
-use anyhow::Context as _;
-use async_nats::jetstream::{self, AckKind, consumer::pull};
+use async_nats::jetstream::{self, AckKind};
 use common::health::Counters;
 use futures::StreamExt as _;
 use proto::{Message as _, subjects};
@@ -40,49 +39,28 @@ pub async fn run(
         health.abort();
         return Ok(());
     }
-    let consumer: jetstream::consumer::PullConsumer = jetstream
-        .get_stream(subjects::INGEST_STREAM)
-        .await
-        .context("opening the ingest stream")?
-        .get_or_create_consumer(
-            subjects::PATTERN_CONSUMER,
-            pull::Config {
-                durable_name: Some(subjects::PATTERN_CONSUMER.to_owned()),
-                description: Some("pattern: detect recurring patterns".to_owned()),
-                filter_subject: subjects::OBSERVATION_STORED.to_owned(),
-                ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                ack_wait: ACK_WAIT,
-                max_ack_pending: 20_000,
-                ..Default::default()
-            },
-        )
-        .await
-        .context("creating the pattern consumer")?;
-    let mut messages = consumer
-        .stream()
-        .max_messages_per_batch(BATCH)
-        .heartbeat(Duration::from_secs(5))
-        .messages()
-        .await
-        .context("pulling from the pattern consumer")?
-        .ready_chunks(BATCH);
+    let mut messages = common::streams::pull_batches(
+        &jetstream,
+        common::streams::Durable {
+            stream: subjects::INGEST_STREAM,
+            name: subjects::PATTERN_CONSUMER,
+            description: "pattern: detect recurring patterns",
+            filter_subject: subjects::OBSERVATION_STORED,
+            ack_wait: ACK_WAIT,
+            batch: BATCH,
+        },
+    )
+    .await?;
     tracing::info!(consumer = subjects::PATTERN_CONSUMER, "pattern running");
     loop {
-        let chunk = tokio::select! {
+        let batch = tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
-            chunk = messages.next() => match chunk {
-                Some(chunk) => chunk,
+            batch = messages.next() => match batch {
+                Some(batch) => batch,
                 None => break,
             },
         };
-        let batch: Vec<jetstream::Message> = chunk
-            .into_iter()
-            .filter_map(|m| {
-                m.map_err(|e| tracing::warn!(error = %e, "pull failed"))
-                    .ok()
-            })
-            .collect();
         if !batch.is_empty() {
             handle(&jetstream, &detector, &counters, batch).await;
         }
@@ -223,38 +201,5 @@ async fn announce(
 
 /// Publish a notice the service cannot use to its dead-letter subject, then ack it.
 async fn dead_letter(jetstream: &jetstream::Context, message: &jetstream::Message, reason: &str) {
-    tracing::warn!(%reason, subject = %message.subject, "dead-lettering");
-    let seq = message
-        .info()
-        .map(|i| i.stream_sequence)
-        .unwrap_or_default();
-    let letter = proto::DeadLetter {
-        subject: message.subject.to_string(),
-        reason: reason.to_owned(),
-        event_id: String::new(),
-        excerpt: String::new(),
-        size_bytes: message.payload.len() as u64,
-        at_ms: common::now_ms(),
-    };
-    let mut headers = async_nats::HeaderMap::new();
-    let id = format!("dlq-{SERVICE}-{seq}");
-    headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
-    match jetstream
-        .publish_with_headers(
-            subjects::dlq_subject(SERVICE),
-            headers,
-            letter.encode_to_vec().into(),
-        )
-        .await
-    {
-        Ok(ack) => {
-            if let Err(error) = ack.await {
-                tracing::warn!(%error, "dead letter not acknowledged");
-            }
-        }
-        Err(error) => tracing::warn!(%error, "dead letter not published"),
-    }
-    if let Err(error) = message.ack().await {
-        tracing::warn!(%error, "ack of a dead letter failed");
-    }
+    common::streams::dead_letter(jetstream, SERVICE, message, reason).await;
 }

@@ -21,7 +21,7 @@ pub mod text;
 pub mod vector;
 
 use anyhow::Context as _;
-use async_nats::jetstream::{self, AckKind, consumer::pull};
+use async_nats::jetstream::{self, AckKind};
 use common::CommonArgs;
 use common::health::Counters;
 use embedder::Vectors;
@@ -260,7 +260,6 @@ pub async fn run(
             indexer(
                 feed,
                 jetstream.clone(),
-                client.clone(),
                 pool.clone(),
                 vectors.clone(),
                 shutdown.clone(),
@@ -435,59 +434,43 @@ async fn index_batch(pool: &sqlx::SqlitePool, work: &[Work]) -> anyhow::Result<V
 async fn indexer(
     feed: Feed,
     jetstream: jetstream::Context,
-    client: async_nats::Client,
     pool: sqlx::SqlitePool,
     vectors: Option<Arc<Vectors>>,
     shutdown: CancellationToken,
 ) {
-    let consumer = async {
-        let stream = jetstream.get_stream(feed.stream()).await?;
-        // Each stream has its own consumers, so the one durable name serves every feed.
-        let consumer: jetstream::consumer::PullConsumer = stream
-            .get_or_create_consumer(
-                subjects::RETRIEVAL_CONSUMER,
-                pull::Config {
-                    durable_name: Some(subjects::RETRIEVAL_CONSUMER.to_owned()),
-                    description: Some(format!("retrieval: index {}", feed.subject())),
-                    filter_subject: feed.subject().to_owned(),
-                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                    ack_wait: ACK_WAIT,
-                    max_ack_pending: 20_000,
-                    ..Default::default()
-                },
-            )
-            .await?;
-        let messages = consumer
-            .stream()
-            .max_messages_per_batch(INDEX_BATCH)
-            .heartbeat(Duration::from_secs(5))
-            .messages()
-            .await?;
-        anyhow::Ok(messages)
-    }
-    .await;
-    let mut messages = match consumer {
-        Ok(messages) => messages.ready_chunks(INDEX_BATCH),
+    // Each stream has its own consumers, so the one durable name serves every feed.
+    let description = format!("retrieval: index {}", feed.subject());
+    let durable = common::streams::Durable {
+        stream: feed.stream(),
+        name: subjects::RETRIEVAL_CONSUMER,
+        description: &description,
+        filter_subject: feed.subject(),
+        ack_wait: ACK_WAIT,
+        batch: INDEX_BATCH,
+    };
+    let mut messages = match common::streams::pull_batches(&jetstream, durable).await {
+        Ok(messages) => messages,
         Err(error) => {
             tracing::error!(error = %format!("{error:#}"), stream = feed.stream(), "cannot consume notices; indexing of this feed stopped");
             return;
         }
     };
     loop {
-        let chunk = tokio::select! {
+        let messages = tokio::select! {
             biased;
             _ = shutdown.cancelled() => return,
-            chunk = messages.next() => match chunk {
-                Some(chunk) => chunk,
+            batch = messages.next() => match batch {
+                Some(batch) => batch,
                 None => return,
             },
         };
-        let messages: Vec<jetstream::Message> = chunk.into_iter().filter_map(Result::ok).collect();
         let mut work = Vec::with_capacity(messages.len());
         for message in &messages {
             match feed.decode(message.payload.as_ref()) {
                 Ok(w) => work.push(w),
-                Err(reason) => dead_letter(&client, message, &reason).await,
+                Err(reason) => {
+                    common::streams::dead_letter(&jetstream, SERVICE, message, &reason).await
+                }
             }
         }
         match index_batch(&pool, &work).await {
@@ -517,28 +500,6 @@ async fn indexer(
                 }
             }
         }
-    }
-}
-
-/// Publish a message retrieval cannot read to its dead-letter subject.
-async fn dead_letter(client: &async_nats::Client, message: &jetstream::Message, reason: &str) {
-    tracing::warn!(%reason, subject = %message.subject, "dead-lettering");
-    let letter = proto::DeadLetter {
-        subject: message.subject.to_string(),
-        reason: reason.to_owned(),
-        event_id: String::new(),
-        excerpt: String::new(),
-        size_bytes: message.payload.len() as u64,
-        at_ms: common::now_ms(),
-    };
-    let published = client
-        .publish(
-            subjects::dlq_subject(SERVICE),
-            letter.encode_to_vec().into(),
-        )
-        .await;
-    if let Err(error) = published {
-        tracing::warn!(%error, "dead letter not published");
     }
 }
 
