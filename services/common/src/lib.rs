@@ -68,6 +68,22 @@ impl CommonArgs {
     }
 }
 
+/// A Unix-millisecond time as `YYYY-MM-DD` in UTC, computed without a date library.
+pub fn utc_day(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    // Civil-from-days (proleptic Gregorian), after Howard Hinnant's published algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

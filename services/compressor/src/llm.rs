@@ -314,7 +314,7 @@ impl Llm {
 
     /// Reserve `tokens` for a call in today's and the session's budgets, or refuse.
     async fn reserve(&self, session_id: &str, tokens: i64) -> Result<(), LlmError> {
-        let day = utc_day(common::now_ms());
+        let day = common::utc_day(common::now_ms());
         let mut tx = store::begin_write(&self.pool).await?;
         let (spent_today,): (i64,) = sqlx::query_as(
             "SELECT coalesce(sum(tokens), 0) FROM compressor_llm_usage WHERE day = ?",
@@ -355,7 +355,7 @@ impl Llm {
     }
 
     async fn settle(&self, session_id: &str, reserved: i64, used: i64) -> Result<(), LlmError> {
-        let day = utc_day(common::now_ms());
+        let day = common::utc_day(common::now_ms());
         let mut tx = store::begin_write(&self.pool).await?;
         sqlx::query(
             "UPDATE compressor_llm_usage SET tokens = max(0, tokens - ? + ?)
@@ -439,20 +439,4 @@ fn from_json<T: DeserializeOwned + Default>(text: &str) -> T {
 
 fn to_json(list: &[String]) -> String {
     serde_json::to_string(list).unwrap_or_else(|_| "[]".to_owned())
-}
-
-/// `YYYY-MM-DD` of a Unix millisecond time, in UTC.
-pub fn utc_day(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }

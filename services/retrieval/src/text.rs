@@ -298,21 +298,8 @@ pub fn snippet(body: &str, terms: &[String]) -> String {
     format!("{prefix}{text}{suffix}")
 }
 
-/// A Unix-millisecond time as `YYYY-MM-DD`, computed without a date library.
-pub fn day(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    // Civil-from-days (proleptic Gregorian), after Howard Hinnant's published algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
+/// A Unix-millisecond time as `YYYY-MM-DD` (UTC).
+pub use common::utc_day as day;
 
 /// Unix milliseconds of midnight UTC on a calendar date: days-from-civil (proleptic Gregorian),
 /// the inverse of [`day`].
