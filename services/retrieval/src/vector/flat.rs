@@ -219,7 +219,10 @@ impl Flat {
             heap.into_vec()
         };
         let n = self.len();
-        let threads = std::thread::available_parallelism().map_or(1, |t| t.get().min(4));
+        // Asking the system reads cgroup files on Linux: once per process, not per search.
+        static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let threads = *THREADS
+            .get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get().min(4)));
         let mut best: Vec<Scored> = if n < PARALLEL_FROM || threads == 1 {
             scan(0..n)
         } else {
