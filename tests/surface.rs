@@ -339,7 +339,12 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let mut last = status();
-    while last["observations"] != 1 || last["services"]["retrieval"]["ok"] != true {
+    // The event is stored when the replay's publish is acked, a moment before the replay
+    // deletes its spool file: wait for both.
+    while last["observations"] != 1
+        || last["spooled"] != 0
+        || last["services"]["retrieval"]["ok"] != true
+    {
         assert!(
             std::time::Instant::now() < deadline,
             "mneme up never stored the event: {last}"
