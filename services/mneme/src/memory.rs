@@ -26,7 +26,8 @@ pub struct SearchArgs {
     /// Never this session (repeatable).
     #[arg(long = "exclude-session")]
     exclude_sessions: Vec<String>,
-    /// Only this kind: prompt, tool, error, reply, compaction, ... (repeatable).
+    /// Only this kind: prompt, tool, error, reply, compaction, summary, checkpoint, pattern, or a
+    /// structured type (bugfix, feature, refactor, change, discovery, decision); repeatable.
     #[arg(long = "kind")]
     kinds: Vec<String>,
     /// Only items touching a file whose path contains this.
