@@ -5,6 +5,7 @@
 //! Architecture invariant: `common` knows nothing about any service's domain and holds no SQL.
 
 pub mod health;
+pub mod keys;
 pub mod nats;
 pub mod shutdown;
 pub mod streams;

@@ -2,6 +2,7 @@
 //! to session summaries and checkpoints. Pure functions, no I/O, no model: it is the default,
 //! and the fallback whenever the optional LLM compressor cannot be used.
 
+use common::keys::{command_key, relative};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -382,48 +383,6 @@ pub fn tool_file(raw: &Raw, input: &Value) -> String {
         return rest.trim().to_owned();
     }
     String::new()
-}
-
-/// `path` relative to `project` when it lies inside it.
-pub fn relative(path: &str, project: &str) -> String {
-    let project = project.trim_end_matches('/');
-    if !project.is_empty()
-        && let Some(rest) = path.strip_prefix(project)
-        && let Some(rest) = rest.strip_prefix('/')
-    {
-        return rest.to_owned();
-    }
-    path.to_owned()
-}
-
-/// The command's program and subcommand (`git push`, `cargo test`), without `cd …&&`, env
-/// assignments, sudo, and arguments: what makes two runs "the same command".
-pub fn command_key(command: &str) -> String {
-    // The command that matters is the first one after any `cd`: `cd x && mix test | head`.
-    let last = command
-        .split("&&")
-        .map(str::trim)
-        .find(|part| !part.starts_with("cd ") && !part.is_empty())
-        .unwrap_or(command);
-    let words: Vec<&str> = last
-        .split_whitespace()
-        .skip_while(|w| w.contains('=') || matches!(*w, "sudo" | "env" | "time" | "exec"))
-        .collect();
-    let Some(program) = words.first() else {
-        return String::new();
-    };
-    let program = program.rsplit('/').next().unwrap_or(program);
-    match words.get(1) {
-        Some(sub)
-            if sub
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':')
-                && !sub.starts_with('-') =>
-        {
-            format!("{program} {sub}")
-        }
-        _ => program.to_owned(),
-    }
 }
 
 fn is_mutating(command: &str) -> bool {
@@ -985,18 +944,6 @@ mod tests {
         assert_eq!(categorize("Task"), Category::Subagent);
         assert_eq!(categorize("mcp__github__create_issue"), Category::Mcp);
         assert_eq!(categorize("TodoWrite"), Category::Other);
-    }
-
-    #[test]
-    fn commands_are_keyed_by_program_and_subcommand() {
-        assert_eq!(command_key("git push 2>&1"), "git push");
-        assert_eq!(
-            command_key("cd /a/b && mix test test/x_test.exs"),
-            "mix test"
-        );
-        assert_eq!(command_key("RUST_LOG=debug cargo test -p x"), "cargo test");
-        assert_eq!(command_key("node assets/build.js"), "node");
-        assert_eq!(command_key("/usr/bin/ls -la"), "ls");
     }
 
     #[test]

@@ -323,7 +323,7 @@ async fn steps_between(
         } else if !file.is_empty()
             && matches!(row.tool_name.as_str(), "Edit" | "Write" | "MultiEdit")
         {
-            files.insert(detect::relative(&file, project));
+            files.insert(common::keys::relative(&file, project));
             (format!("{}({file})", row.tool_name), row.tool_name.clone())
         } else {
             (row.tool_name.clone(), row.tool_name.clone())

@@ -2,6 +2,7 @@
 //! must match to fix a failure, and decision/preference/architecture statements in prompts.
 //! Pure functions, no I/O.
 
+use common::keys::{command_key, relative};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -133,48 +134,6 @@ pub fn signature(raw: &Raw) -> Signature {
 pub fn success_subject(raw: &Raw) -> String {
     let (command, file) = command_and_file(raw);
     subject(&raw.tool_name, &command, &file)
-}
-
-/// `path` relative to `project` when it lies inside it, so checkouts of one repository in
-/// different directories (git worktrees) share their patterns.
-pub fn relative(path: &str, project: &str) -> String {
-    let project = project.trim_end_matches('/');
-    if !project.is_empty()
-        && let Some(rest) = path.strip_prefix(project)
-        && let Some(rest) = rest.strip_prefix('/')
-    {
-        return rest.to_owned();
-    }
-    path.to_owned()
-}
-
-/// The program and subcommand of a shell command (`git push`), without `cd … &&`, env
-/// assignments and arguments.
-pub fn command_key(command: &str) -> String {
-    let part = command
-        .split("&&")
-        .map(str::trim)
-        .find(|p| !p.starts_with("cd ") && !p.is_empty())
-        .unwrap_or(command);
-    let words: Vec<&str> = part
-        .split_whitespace()
-        .skip_while(|w| w.contains('=') || matches!(*w, "sudo" | "env" | "time" | "exec"))
-        .collect();
-    let Some(program) = words.first() else {
-        return String::new();
-    };
-    let program = program.rsplit('/').next().unwrap_or(program);
-    match words.get(1) {
-        Some(sub)
-            if !sub.starts_with('-')
-                && sub
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':')) =>
-        {
-            format!("{program} {sub}")
-        }
-        _ => program.to_owned(),
-    }
 }
 
 const ERROR_WORDS: [&str; 14] = [
