@@ -876,3 +876,271 @@ async fn what_the_compressor_and_pattern_service_write_is_searched_and_resumed_f
         start.text
     );
 }
+
+/// The in-memory full-text index must rank as FTS5 does: same tokens (the Porter stemmer and
+/// diacritics folding of `memory_fts`'s tokenizer) and the same BM25 scores, with filters and
+/// after items are replaced, on real conversational text (the LoCoMo conversations and their
+/// questions).
+#[tokio::test]
+async fn the_in_memory_full_text_index_scores_exactly_as_fts5() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store::Store::open(&dir.path().join("mneme.db"))
+        .await
+        .unwrap();
+    let pool = store.pool();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/locomo/locomo10.json");
+    let data: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let lexical = retrieval::lexical::Lexical::new();
+    let mut items = Vec::new();
+    let mut questions = Vec::new();
+    for (c, sample) in data.as_array().unwrap().iter().take(5).enumerate() {
+        let conversation = sample["conversation"].as_object().unwrap();
+        for n in 1.. {
+            let Some(turns) = conversation.get(&format!("session_{n}")) else {
+                break;
+            };
+            for turn in turns.as_array().unwrap() {
+                let text = turn["text"].as_str().unwrap_or_default().to_owned();
+                // Some stand alone, as summaries and patterns do: those are the items that are
+                // ever replaced.
+                let standalone = items.len() % 7 == 0;
+                items.push(retrieval::index::NewItem {
+                    source: if standalone { "standalone" } else { "locomo" },
+                    source_id: items.len() as i64,
+                    kind: if items.len() % 3 == 0 {
+                        "prompt"
+                    } else {
+                        "reply"
+                    }
+                    .to_owned(),
+                    session_id: format!("c{c}-s{n}"),
+                    project: format!("/p/{c}"),
+                    agent: "test".to_owned(),
+                    author: turn["speaker"].as_str().unwrap_or_default().to_owned(),
+                    tool_name: String::new(),
+                    title: text.chars().take(40).collect(),
+                    text,
+                    files: Vec::new(),
+                    concepts: Vec::new(),
+                    occurred_at: 1_700_000_000_000 + items.len() as i64 * 3_600_000,
+                    with_context: !standalone,
+                });
+            }
+        }
+        for qa in sample["qa"].as_array().unwrap() {
+            questions.push(qa["question"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    // Accents, other scripts and mixed case reach the tokenizer too.
+    for (i, text) in [
+        "Café naïve résumé: Ærøskøbing façade ÜBER Straße",
+        "修复 websocket 重连 的测试",
+        "CamelCaseIdentifiers and snake_case_names, v2.0.1-rc3",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        items.push(retrieval::index::NewItem {
+            source: "extra",
+            source_id: i as i64,
+            kind: "prompt".to_owned(),
+            session_id: "extra".to_owned(),
+            project: "/p/x".to_owned(),
+            agent: "test".to_owned(),
+            author: "dev".to_owned(),
+            tool_name: String::new(),
+            title: String::new(),
+            text: text.to_owned(),
+            files: Vec::new(),
+            concepts: Vec::new(),
+            occurred_at: 1_700_000_000_000,
+            with_context: false,
+        });
+    }
+    for chunk in items.chunks(500) {
+        retrieval::index::write_items(pool, &lexical, chunk)
+            .await
+            .unwrap();
+    }
+    questions.extend(
+        [
+            "cafe naive",
+            "resume facade uber",
+            "websocket",
+            "camelcaseidentifiers v2",
+        ]
+        .map(str::to_owned),
+    );
+
+    // Every word the store holds is stemmed as FTS5 stems it (temporary tables live on one
+    // connection).
+    let mut conn = pool.acquire().await.unwrap();
+    sqlx::query(
+        "CREATE VIRTUAL TABLE temp.stem_check USING fts5(w,
+             tokenize = 'porter unicode61 remove_diacritics 2')",
+    )
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    let mut words: Vec<String> = items
+        .iter()
+        .flat_map(|i| {
+            i.text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    words.sort();
+    words.dedup();
+    assert!(
+        words.len() > 3_000,
+        "too few distinct words: {}",
+        words.len()
+    );
+    let mut mismatched = Vec::new();
+    for chunk in words.chunks(500) {
+        sqlx::query("DELETE FROM temp.stem_check")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        for word in chunk {
+            sqlx::query("INSERT INTO temp.stem_check (w) VALUES (?)")
+                .bind(word)
+                .execute(&mut *conn)
+                .await
+                .unwrap();
+        }
+        sqlx::query(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stem_vocab
+                 USING fts5vocab(temp, stem_check, instance)",
+        )
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+        let rows: Vec<(i64, String)> =
+            sqlx::query_as("SELECT doc, term FROM temp.stem_vocab ORDER BY doc, offset")
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap();
+        let rowids: Vec<(i64,)> =
+            sqlx::query_as("SELECT rowid FROM temp.stem_check ORDER BY rowid")
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap();
+        for ((rowid,), word) in rowids.iter().zip(chunk) {
+            let theirs: Vec<&str> = rows
+                .iter()
+                .filter(|(doc, _)| doc == rowid)
+                .map(|(_, t)| t.as_str())
+                .collect();
+            let mut ours = Vec::new();
+            retrieval::lexical::tokenize(word, |t| ours.push(t.to_owned()));
+            if theirs != ours {
+                mismatched.push(format!("{word}: fts5 {theirs:?}, ours {ours:?}"));
+            }
+        }
+    }
+    assert!(
+        mismatched.is_empty(),
+        "{} of {} words tokenised differently: {:?}",
+        mismatched.len(),
+        words.len(),
+        &mismatched[..mismatched.len().min(20)]
+    );
+
+    drop(conn);
+    lexical.set_ready();
+    let weights = retrieval::search::Tuning::default().columns;
+    let compare = async |lexical: &retrieval::lexical::Lexical,
+                         label: &str,
+                         project: Option<&str>| {
+        let mut compared = 0;
+        for question in &questions {
+            let query = retrieval::text::query_terms(question).join(" ");
+            let phrases = store::fts::phrases(&query);
+            let Some(expression) = store::fts::match_query_any(&query) else {
+                continue;
+            };
+            let filter = retrieval::vector::VectorFilter {
+                project: project.map(str::to_owned),
+                ..Default::default()
+            };
+            let Some(ours) = lexical.search(&phrases, &weights, &filter, 30) else {
+                continue;
+            };
+            let join = if project.is_some() {
+                "CROSS JOIN memory_items m ON m.id = memory_fts.rowid WHERE +m.project = ? AND"
+            } else {
+                "WHERE ? = '' AND"
+            };
+            let sql = format!(
+                "SELECT memory_fts.rowid, bm25(memory_fts, ?, ?, ?, ?, ?) AS rank FROM memory_fts
+                 {join} memory_fts MATCH ? ORDER BY rank, memory_fts.rowid LIMIT 30"
+            );
+            let mut q = sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql));
+            for w in weights {
+                q = q.bind(w);
+            }
+            let theirs = q
+                .bind(project.unwrap_or_default())
+                .bind(&expression)
+                .fetch_all(pool)
+                .await
+                .unwrap();
+            assert_eq!(ours.len(), theirs.len(), "{label}: {question}");
+            let (ours_all, theirs_all) = (&ours, &theirs);
+            for (n, ((our_id, ours), (their_id, theirs))) in ours.iter().zip(&theirs).enumerate() {
+                assert!(
+                    (ours + theirs).abs() <= 1e-9 * theirs.abs().max(1.0),
+                    "{label}: {question}: hit {n} scores {ours} here, {} in FTS5",
+                    -theirs
+                );
+                // Equal scores may be summed to different last bits, so ties may come in
+                // either order; anything else must be in the same place.
+                let tied = |m: usize| {
+                    theirs_all
+                        .get(m)
+                        .is_some_and(|(_, s)| (s - theirs).abs() <= 1e-9 * theirs.abs().max(1.0))
+                };
+                assert!(
+                    our_id == their_id
+                        || tied(n + 1)
+                        || (n > 0 && tied(n - 1))
+                        || n + 1 == ours_all.len(),
+                    "{label}: {question}: hit {n} is #{our_id} here, #{their_id} in FTS5"
+                );
+            }
+            compared += 1;
+        }
+        compared
+    };
+    let all = compare(&lexical, "unfiltered", None).await;
+    assert!(all > 300, "only {all} questions compared");
+    compare(&lexical, "one project", Some("/p/1")).await;
+
+    // Replacing items changes the statistics (rows, lengths, document frequencies) in both.
+    let replaced: Vec<retrieval::index::NewItem> = items
+        .iter()
+        .filter(|i| i.source == "standalone")
+        .step_by(2)
+        .map(|i| retrieval::index::NewItem {
+            text: format!("{} (edited: nothing to do with it)", i.text),
+            ..i.clone()
+        })
+        .collect();
+    let (removed, written) = retrieval::index::replace_items(pool, &lexical, &replaced)
+        .await
+        .unwrap();
+    assert_eq!((removed.len(), written), (replaced.len(), replaced.len()));
+    compare(&lexical, "after replacing", None).await;
+
+    // A copy loaded from the store (as at a restart) scores as FTS5 too, rows FTS5 still
+    // counts after their deletion included.
+    let loaded = retrieval::lexical::Lexical::new();
+    retrieval::index::load_lexical(pool, &loaded).await.unwrap();
+    compare(&loaded, "loaded", None).await;
+    store.close().await;
+}

@@ -7,6 +7,7 @@
 //! text changed ([`crate::index::replace_items`]).
 
 use crate::index::{self, NewItem, cut};
+use crate::lexical::Lexical;
 use serde_json::Value;
 use sqlx::SqlitePool;
 
@@ -36,14 +37,18 @@ impl Source {
 
 /// Index (or re-index) these rows; returns the ids of replaced items, whose vectors are now
 /// stale, and how many items were written.
-pub async fn index(pool: &SqlitePool, sources: &[Source]) -> anyhow::Result<(Vec<i64>, usize)> {
+pub async fn index(
+    pool: &SqlitePool,
+    lexical: &Lexical,
+    sources: &[Source],
+) -> anyhow::Result<(Vec<i64>, usize)> {
     let mut items = Vec::with_capacity(sources.len());
     for source in sources {
         if let Some(item) = item_of(pool, *source).await? {
             items.push(item);
         }
     }
-    index::replace_items(pool, &items).await
+    index::replace_items(pool, lexical, &items).await
 }
 
 /// A JSON array of strings as a list; anything else as nothing.

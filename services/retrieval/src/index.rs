@@ -5,6 +5,7 @@
 //! observation worth remembering as a memory item with a kind. Indexing is idempotent (one item
 //! per source row), so redelivery and the start-up catch-up cannot duplicate anything.
 
+use crate::lexical::{self, LexDoc, Lexical};
 use serde_json::Value;
 use sha2::Digest as _;
 use sqlx::SqlitePool;
@@ -86,12 +87,17 @@ fn memory_kind(kind: &str) -> Option<&'static str> {
         "tool_failure" => "error",
         "stop" | "subagent_stop" => "reply",
         "post_compact" => "compaction",
+        "memory" => "memory",
         _ => return None,
     })
 }
 
 /// Index the observations with these ids; returns how many new items were written.
-pub async fn index_observations(pool: &SqlitePool, ids: &[i64]) -> anyhow::Result<usize> {
+pub async fn index_observations(
+    pool: &SqlitePool,
+    lexical: &Lexical,
+    ids: &[i64],
+) -> anyhow::Result<usize> {
     if ids.is_empty() {
         return Ok(0);
     }
@@ -106,12 +112,12 @@ pub async fn index_observations(pool: &SqlitePool, ids: &[i64]) -> anyhow::Resul
     }
     let rows = query.fetch_all(pool).await?;
     let items: Vec<NewItem> = rows.iter().filter_map(item_of).collect();
-    write_items(pool, &items).await
+    write_items(pool, lexical, &items).await
 }
 
 /// Index every observation newer than the newest one already indexed: the safety net for
 /// notifications that never arrived. Returns how many items were written.
-pub async fn catch_up(pool: &SqlitePool) -> anyhow::Result<usize> {
+pub async fn catch_up(pool: &SqlitePool, lexical: &Lexical) -> anyhow::Result<usize> {
     const BATCH: i64 = 500;
     let mut total = 0;
     let (mut after,): (i64,) = sqlx::query_as(
@@ -130,21 +136,26 @@ pub async fn catch_up(pool: &SqlitePool) -> anyhow::Result<usize> {
             return Ok(total);
         };
         let ids: Vec<i64> = ids.into_iter().map(|(id,)| id).collect();
-        total += index_observations(pool, &ids).await?;
+        total += index_observations(pool, lexical, &ids).await?;
         after = last;
     }
 }
 
 /// Write items (and their full-text rows) in one transaction; items already indexed are left
 /// alone.
-pub async fn write_items(pool: &SqlitePool, items: &[NewItem]) -> anyhow::Result<usize> {
+pub async fn write_items(
+    pool: &SqlitePool,
+    lexical: &Lexical,
+    items: &[NewItem],
+) -> anyhow::Result<usize> {
     let mut tx = store::begin_write(pool).await?;
-    let mut written = 0;
+    let mut written = Vec::new();
     for item in items {
-        written += usize::from(insert_item(&mut tx, item).await?.is_some());
+        written.extend(insert_item(&mut tx, item).await?);
     }
     tx.commit().await?;
-    Ok(written)
+    lexical.add(&written);
+    Ok(written.len())
 }
 
 /// Write items that replace what their source rows said before (a summary rewritten, a pattern
@@ -154,11 +165,12 @@ pub async fn write_items(pool: &SqlitePool, items: &[NewItem]) -> anyhow::Result
 /// caller deletes, and how many items were written.
 pub async fn replace_items(
     pool: &SqlitePool,
+    lexical: &Lexical,
     items: &[NewItem],
 ) -> anyhow::Result<(Vec<i64>, usize)> {
     let mut tx = store::begin_write(pool).await?;
     let mut removed = Vec::new();
-    let mut written = 0;
+    let mut written = Vec::new();
     for item in items {
         let existing: Option<(i64, String, String)> = sqlx::query_as(
             "SELECT id, title, text FROM memory_items WHERE source = ? AND source_id = ?",
@@ -181,17 +193,50 @@ pub async fn replace_items(
                 .await?;
             removed.push(id);
         }
-        written += usize::from(insert_item(&mut tx, item).await?.is_some());
+        written.extend(insert_item(&mut tx, item).await?);
     }
     tx.commit().await?;
-    Ok((removed, written))
+    lexical.remove(&removed);
+    lexical.add(&written);
+    Ok((removed, written.len()))
+}
+
+/// Delete every memory item of these sessions with its full-text row, for sessions the user
+/// deleted; returns the ids deleted, whose vectors the caller removes.
+pub async fn forget_sessions(
+    pool: &SqlitePool,
+    lexical: &Lexical,
+    sessions: &[String],
+) -> anyhow::Result<Vec<i64>> {
+    let mut tx = store::begin_write(pool).await?;
+    let mut removed = Vec::new();
+    for session in sessions {
+        let ids: Vec<(i64,)> = sqlx::query_as("SELECT id FROM memory_items WHERE session_id = ?")
+            .bind(session)
+            .fetch_all(&mut *tx)
+            .await?;
+        for (id,) in ids {
+            sqlx::query("DELETE FROM memory_fts WHERE rowid = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            removed.push(id);
+        }
+        sqlx::query("DELETE FROM memory_items WHERE session_id = ?")
+            .bind(session)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    lexical.remove(&removed);
+    Ok(removed)
 }
 
 /// Insert one item and its full-text row; `None` when its source row is already indexed.
 async fn insert_item(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     item: &NewItem,
-) -> anyhow::Result<Option<i64>> {
+) -> anyhow::Result<Option<LexDoc>> {
     let now = common::now_ms();
     // The two items before this one in its session: an answer is found by the question it
     // answers, a tool result by the request that led to it. Derived items (summaries,
@@ -255,25 +300,140 @@ async fn insert_item(
     let Some((id,)) = inserted else {
         return Ok(None);
     };
-    // The title is indexed on its own only when the text does not already say it, so a
-    // prompt (whose title is its first line) is not counted twice.
-    let title = if item.text.contains(item.title.as_str()) {
-        ""
-    } else {
-        item.title.as_str()
-    };
+    let columns = fts_columns(&item.title, &item.text, &prev, &prev2, item.occurred_at);
     sqlx::query(
         "INSERT INTO memory_fts (rowid, title, text, prev, prev2, date) VALUES (?, ?, ?, ?, ?, ?)",
     )
     .bind(id)
-    .bind(store::fts::index_text(title))
-    .bind(store::fts::index_text(&item.text))
-    .bind(store::fts::index_text(&prev))
-    .bind(store::fts::index_text(&prev2))
-    .bind(crate::text::date_words(item.occurred_at))
+    .bind(&columns[0])
+    .bind(&columns[1])
+    .bind(&columns[2])
+    .bind(&columns[3])
+    .bind(&columns[4])
     .execute(&mut **tx)
     .await?;
-    Ok(Some(id))
+    Ok(Some(LexDoc {
+        id,
+        project: item.project.clone(),
+        kind: item.kind.clone(),
+        session_id: item.session_id.clone(),
+        occurred_at: item.occurred_at,
+        columns,
+    }))
+}
+
+/// The full-text row of an item: what `memory_fts` and the in-memory copy both index.
+fn fts_columns(
+    title: &str,
+    text: &str,
+    prev: &str,
+    prev2: &str,
+    occurred_at: i64,
+) -> [String; lexical::COLUMNS] {
+    // The title is indexed on its own only when the text does not already say it, so a
+    // prompt (whose title is its first line) is not counted twice.
+    let title = if text.contains(title) { "" } else { title };
+    [
+        store::fts::index_text(title),
+        store::fts::index_text(text),
+        store::fts::index_text(prev),
+        store::fts::index_text(prev2),
+        crate::text::date_words(occurred_at),
+    ]
+}
+
+/// Fill the in-memory full-text copy from `memory_items`, each row rebuilt as [`insert_item`]
+/// wrote it, then let it answer searches. Returns how many items it holds.
+pub async fn load_lexical(pool: &SqlitePool, lexical: &Lexical) -> anyhow::Result<u64> {
+    use futures::TryStreamExt as _;
+    type Row = (
+        i64,
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+        i64,
+    );
+    // One read transaction, so FTS5's totals and the items are of the same moment.
+    let mut tx = pool.begin().await?;
+    let averages: Option<(Vec<u8>,)> =
+        sqlx::query_as("SELECT block FROM memory_fts_data WHERE id = 1")
+            .fetch_optional(&mut *tx)
+            .await?;
+    let fts_totals = averages.and_then(|(block,)| fts5_totals(&block));
+    // Ids grow with `seq` within a session, so reading in id order sees each item after the
+    // ones it was indexed with; the last two texts of each session and source are its context
+    // (only items that stand alone are ever replaced, so none is missing from under another).
+    let mut rows = sqlx::query_as::<_, Row>(
+        "SELECT id, source, session_id, project, kind, title, text, context, occurred_at
+         FROM memory_items ORDER BY id",
+    )
+    .fetch(&mut *tx);
+    let (mut held, mut tokens) = (0, 0);
+    let mut history: std::collections::HashMap<(String, String), [String; 2]> =
+        std::collections::HashMap::new();
+    let mut batch = Vec::with_capacity(1_000);
+    while let Some((id, source, session_id, project, kind, title, text, context, at)) =
+        rows.try_next().await?
+    {
+        let last = history.entry((session_id.clone(), source)).or_default();
+        let prev2 = if context.is_empty() {
+            String::new()
+        } else {
+            cut(&last[1], MAX_CONTEXT_CHARS)
+        };
+        let columns = fts_columns(&title, &text, &context, &prev2, at);
+        last[1] = std::mem::replace(&mut last[0], text);
+        batch.push(LexDoc {
+            id,
+            project,
+            kind,
+            session_id,
+            occurred_at: at,
+            columns,
+        });
+        if batch.len() == 1_000 {
+            let (h, t) = lexical.load(&batch);
+            (held, tokens) = (held + h, tokens + t);
+            batch.clear();
+        }
+    }
+    let (h, t) = lexical.load(&batch);
+    drop(rows);
+    tx.rollback().await?;
+    if fts_totals.is_none() {
+        tracing::warn!("FTS5 totals unreadable; full-text scores may differ slightly from FTS5");
+    }
+    lexical.finish_load(fts_totals, held + h, tokens + t);
+    Ok(lexical.size().0)
+}
+
+/// FTS5's row and token totals (all columns) from its averages record (`%_data` row 1: SQLite
+/// varints, the row count then one token count per column). FTS5 never subtracts deleted rows
+/// of a `contentless_delete` table from them, so they cannot be recounted from the items.
+fn fts5_totals(block: &[u8]) -> Option<(u64, u64)> {
+    let mut at = 0;
+    let mut next = || {
+        let mut value = 0u64;
+        for i in 0..9 {
+            let byte = *block.get(at)?;
+            at += 1;
+            if i == 8 {
+                return Some((value << 8) | u64::from(byte));
+            }
+            value = (value << 7) | u64::from(byte & 0x7f);
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    };
+    let rows = next()?;
+    let tokens = (0..lexical::COLUMNS).map(|_| next()).sum::<Option<u64>>()?;
+    Some((rows, tokens))
 }
 
 /// The memory item for an observation, if it is worth one.
@@ -287,8 +447,27 @@ fn item_of(row: &ObservationRow) -> Option<NewItem> {
         .input
         .as_deref()
         .and_then(|i| serde_json::from_str(i).ok());
-    let files = input.as_ref().map(files_of).unwrap_or_default();
+    let mut files = input.as_ref().map(files_of).unwrap_or_default();
     let mut concepts = Vec::new();
+    if kind == "memory" {
+        // A saved memory names its own files and concepts (see ingest's record of it).
+        let list = |key: &str| -> Vec<String> {
+            input
+                .as_ref()
+                .and_then(|i| i.get(key))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(|s| s.trim().to_owned())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        files = list("files");
+        concepts = list("concepts");
+    }
     if !row.tool_name.is_empty() {
         concepts.push(tool_category(&row.tool_name).to_owned());
     }

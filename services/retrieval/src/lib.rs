@@ -16,6 +16,7 @@ pub mod embed;
 pub mod embedder;
 pub mod index;
 pub mod items;
+pub mod lexical;
 pub mod search;
 pub mod text;
 pub mod vector;
@@ -83,6 +84,12 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_VECTOR_MEMORY", default_value_t = true, action = clap::ArgAction::Set)]
     pub vector_memory: bool,
 
+    /// Rank full-text matches from an in-memory copy of the full-text index (same scores as
+    /// FTS5, tens of times faster on broad queries; roughly the size of the FTS5 index in
+    /// memory). `false` ranks in SQLite.
+    #[arg(long, env = "MNEME_LEXICAL_MEMORY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub lexical_memory: bool,
+
     /// Qdrant gRPC URL, for `--vector-index qdrant`.
     #[arg(
         long,
@@ -119,6 +126,7 @@ impl Default for RetrievalArgs {
             embed_api_key: None,
             vector_index: "sqlite".to_owned(),
             vector_memory: true,
+            lexical_memory: true,
             qdrant_url: "http://127.0.0.1:6334".to_owned(),
             qdrant_api_key: None,
             embed_rest_ratio: 1.0,
@@ -225,9 +233,11 @@ pub async fn run(
             None
         }
     };
+    let lexical = Arc::new(lexical::Lexical::new());
     let searcher = Searcher {
         pool: pool.clone(),
         vectors: vectors.clone(),
+        lexical: lexical.clone(),
         tuning: search::Tuning::default(),
     };
     let context_config = context::ContextConfig {
@@ -236,7 +246,7 @@ pub async fn run(
         ..context::ContextConfig::default()
     };
 
-    let caught_up = index::catch_up(&pool).await?;
+    let caught_up = index::catch_up(&pool, &lexical).await?;
     if caught_up > 0 {
         tracing::info!(
             items = caught_up,
@@ -244,6 +254,9 @@ pub async fn run(
         );
     }
     let tasks = TaskTracker::new();
+    if args.lexical_memory {
+        tasks.spawn(load_lexical(pool.clone(), lexical.clone()));
+    }
     if let Some(vectors) = &vectors {
         tasks.spawn(vectors.clone().run(pool.clone(), shutdown.clone()));
         tasks.spawn(report_progress(
@@ -261,6 +274,7 @@ pub async fn run(
                 feed,
                 jetstream.clone(),
                 pool.clone(),
+                lexical.clone(),
                 vectors.clone(),
                 shutdown.clone(),
             )
@@ -278,6 +292,7 @@ pub async fn run(
                 subjects::RETRIEVAL_CONTEXT,
                 subjects::RETRIEVAL_TIMELINE,
                 subjects::RETRIEVAL_GET,
+                subjects::RETRIEVAL_FORGET,
             ]
             .map(|subject| client.queue_subscribe(subject, subjects::RETRIEVAL_QUEUE.to_owned())),
         )
@@ -329,6 +344,22 @@ pub async fn run(
     store.close().await;
     tracing::info!("retrieval stopped");
     Ok(())
+}
+
+/// Fill the in-memory full-text copy; full-text search uses FTS5 until it is done.
+async fn load_lexical(pool: sqlx::SqlitePool, lexical: Arc<lexical::Lexical>) {
+    let started = std::time::Instant::now();
+    match index::load_lexical(&pool, &lexical).await {
+        Ok(items) => tracing::info!(
+            items,
+            bytes = lexical.size().1,
+            took_ms = started.elapsed().as_millis() as u64,
+            "in-memory full-text index loaded"
+        ),
+        Err(error) => {
+            tracing::warn!(error = %format!("{error:#}"), "in-memory full-text index not loaded; full-text search stays on FTS5")
+        }
+    }
 }
 
 /// Keep the health detail current with the embedding progress.
@@ -407,7 +438,11 @@ impl Feed {
 }
 
 /// Index the work of one batch of notices in order; returns the ids of items replaced.
-async fn index_batch(pool: &sqlx::SqlitePool, work: &[Work]) -> anyhow::Result<Vec<i64>> {
+async fn index_batch(
+    pool: &sqlx::SqlitePool,
+    lexical: &lexical::Lexical,
+    work: &[Work],
+) -> anyhow::Result<Vec<i64>> {
     let observations: Vec<i64> = work
         .iter()
         .filter_map(|w| match w {
@@ -415,7 +450,7 @@ async fn index_batch(pool: &sqlx::SqlitePool, work: &[Work]) -> anyhow::Result<V
             Work::Derived(_) => None,
         })
         .collect();
-    index::index_observations(pool, &observations).await?;
+    index::index_observations(pool, lexical, &observations).await?;
     let sources: Vec<derived::Source> = work
         .iter()
         .filter_map(|w| match w {
@@ -426,7 +461,7 @@ async fn index_batch(pool: &sqlx::SqlitePool, work: &[Work]) -> anyhow::Result<V
     if sources.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(derived::index(pool, &sources).await?.0)
+    Ok(derived::index(pool, lexical, &sources).await?.0)
 }
 
 /// Index what a feed announces, as it is announced. A batch is indexed in one transaction and
@@ -435,6 +470,7 @@ async fn indexer(
     feed: Feed,
     jetstream: jetstream::Context,
     pool: sqlx::SqlitePool,
+    lexical: Arc<lexical::Lexical>,
     vectors: Option<Arc<Vectors>>,
     shutdown: CancellationToken,
 ) {
@@ -473,7 +509,7 @@ async fn indexer(
                 }
             }
         }
-        match index_batch(&pool, &work).await {
+        match index_batch(&pool, &lexical, &work).await {
             Ok(replaced) => {
                 if let Some(vectors) = &vectors {
                     if !replaced.is_empty()
@@ -575,6 +611,23 @@ async fn answer(
             },
         }
         .encode_to_vec(),
+        subjects::RETRIEVAL_FORGET => match proto::ForgetRequest::decode(payload) {
+            Ok(request) => match forget(searcher, &request.session_ids).await {
+                Ok(items) => proto::ForgetReply {
+                    items,
+                    error: String::new(),
+                },
+                Err(error) => proto::ForgetReply {
+                    items: 0,
+                    error: failed("forget", &error),
+                },
+            },
+            Err(error) => proto::ForgetReply {
+                items: 0,
+                error: format!("request is not a forget request: {error}"),
+            },
+        }
+        .encode_to_vec(),
         _ => match proto::ContextRequest::decode(payload) {
             Ok(request) => context::assemble(searcher, context_config, &request)
                 .await
@@ -586,4 +639,15 @@ async fn answer(
         }
         .encode_to_vec(),
     }
+}
+
+/// Drop the memory items of deleted sessions, then their vectors.
+async fn forget(searcher: &Searcher, sessions: &[String]) -> anyhow::Result<u64> {
+    let removed = index::forget_sessions(&searcher.pool, &searcher.lexical, sessions).await?;
+    if let Some(vectors) = &searcher.vectors
+        && !removed.is_empty()
+    {
+        vectors.index.delete(&vectors.space, &removed).await?;
+    }
+    Ok(removed.len() as u64)
 }

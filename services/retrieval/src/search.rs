@@ -6,6 +6,7 @@
 
 use crate::embed;
 use crate::embedder::Vectors;
+use crate::lexical::Lexical;
 use crate::text;
 use crate::vector::VectorFilter;
 use proto::{SearchHit, SearchRequest};
@@ -86,6 +87,8 @@ impl Default for Tuning {
 pub struct Searcher {
     pub pool: SqlitePool,
     pub vectors: Option<Arc<Vectors>>,
+    /// The in-memory copy of the full-text index, used for ranking once it is loaded.
+    pub lexical: Arc<Lexical>,
     pub tuning: Tuning,
 }
 
@@ -145,10 +148,25 @@ impl Searcher {
         // The full-text search runs on SQLite's thread while the query is embedded and the
         // vector index searched, so a hybrid search costs the slower of the two, not their sum.
         let lexical = async {
-            let Some(expression) = use_fts
-                .then(|| store::fts::match_query_any(&terms.join(" ")))
-                .flatten()
-            else {
+            if !use_fts {
+                return Ok(Vec::new());
+            }
+            let query = terms.join(" ");
+            // The in-memory copy ranks exactly as FTS5 would, without scoring every match; it
+            // cannot check files and concepts, which only the SQL filter knows.
+            if request.file.is_empty() && request.concept.is_empty() && self.lexical.is_ready() {
+                let (lexical, phrases) = (self.lexical.clone(), store::fts::phrases(&query));
+                let (weights, filter) = (tuning.columns, vector_filter(request));
+                // On a thread of its own, so it runs while the query is being embedded.
+                let found = tokio::task::spawn_blocking(move || {
+                    lexical.search(&phrases, &weights, &filter, depth)
+                })
+                .await?;
+                if let Some(found) = found {
+                    return Ok(found.into_iter().map(|(id, score)| (id, -score)).collect());
+                }
+            }
+            let Some(expression) = store::fts::match_query_any(&query) else {
                 return Ok(Vec::new());
             };
             let sql = format!(
@@ -165,7 +183,7 @@ impl Searcher {
                 query = query.bind(weight);
             }
             query = bind_all(query.bind(expression), &binds);
-            query.bind(depth as i64).fetch_all(&self.pool).await
+            anyhow::Ok(query.bind(depth as i64).fetch_all(&self.pool).await?)
         };
         let semantic = async {
             let Some(vectors) = vectors.filter(|_| !request.query.trim().is_empty()) else {
@@ -569,7 +587,7 @@ fn filters(request: &SearchRequest) -> (String, Vec<Bind>) {
     (sql, binds)
 }
 
-/// The filters the vector index applies itself.
+/// The filters the vector index and the in-memory full-text index apply themselves.
 fn vector_filter(request: &SearchRequest) -> VectorFilter {
     VectorFilter {
         project: (!request.project.is_empty() && !request.boost_project)

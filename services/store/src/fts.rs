@@ -5,13 +5,19 @@
 //! Indexing each CJK character as its own token, and querying a CJK run as a phrase of its
 //! characters, makes any substring of CJK text findable while English keeps porter stemming.
 
-/// Text as it must be written into an FTS5 column: CJK characters separated by spaces.
+/// Text as it must be written into an FTS5 column: CJK characters separated by spaces, and
+/// symbols as spaces.
 pub fn index_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 4);
     for c in text.chars() {
         if is_cjk(c) {
             out.push(' ');
             out.push(c);
+            out.push(' ');
+        } else if !c.is_ascii() && !c.is_alphanumeric() && !is_combining_mark(c) {
+            // `unicode61` knows Unicode 6.1 only, and keeps every later symbol (most emoji) as a
+            // token of its own, which no query can name; as spaces they only separate words,
+            // as punctuation does, and every tokenizer reading this text agrees on its words.
             out.push(' ');
         } else {
             out.push(c);
@@ -31,7 +37,7 @@ pub fn match_query_any(query: &str) -> Option<String> {
 }
 
 fn build(query: &str, joiner: &str) -> Option<String> {
-    let terms = terms(query);
+    let terms = phrases(query);
     if terms.is_empty() {
         return None;
     }
@@ -44,10 +50,10 @@ fn build(query: &str, joiner: &str) -> Option<String> {
     )
 }
 
-/// Split a query into terms: words of letters and digits, and CJK runs as space-separated
-/// character phrases. Every FTS5 operator character is dropped, so user input can never be
-/// misread as query syntax.
-fn terms(query: &str) -> Vec<String> {
+/// Split a query into the phrases [`match_query`] joins: words of letters and digits, and CJK
+/// runs as space-separated character phrases. Every FTS5 operator character is dropped, so
+/// user input can never be misread as query syntax.
+pub fn phrases(query: &str) -> Vec<String> {
     let mut terms = Vec::new();
     let mut word = String::new();
     let mut cjk = String::new();
@@ -76,6 +82,11 @@ fn terms(query: &str) -> Vec<String> {
     flush(&mut word, &mut terms);
     flush(&mut cjk, &mut terms);
     terms
+}
+
+/// A combining accent, which `unicode61` with `remove_diacritics` drops from inside a word.
+pub fn is_combining_mark(c: char) -> bool {
+    matches!(c as u32, 0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF)
 }
 
 /// Whether `c` belongs to a script written without spaces between words.

@@ -470,10 +470,13 @@ impl Sweep {
         let vectors = retrieval::open_vectors(&common, args, store.pool())
             .await
             .map_err(|e| anyhow::anyhow!(e))?;
+        let lexical = Arc::new(retrieval::lexical::Lexical::new());
+        retrieval::index::load_lexical(store.pool(), &lexical).await?;
         for (label, tuning) in &self.tunings {
             let searcher = Searcher {
                 pool: store.pool().clone(),
                 vectors: Some(vectors.clone()),
+                lexical: lexical.clone(),
                 tuning: *tuning,
             };
             for question in questions {
@@ -740,6 +743,9 @@ pub async fn search() -> anyhow::Result<()> {
             base.extend(vectors.embedder.embed(texts).await?);
         }
         let mut items = Vec::with_capacity(1_000);
+        // Written through a copy that is thrown away, so the load below is measured from the
+        // store, as at a restart.
+        let unused = retrieval::lexical::Lexical::new();
         let now = common::now_ms();
         let mut seed = 7u64;
         for i in 0..size {
@@ -760,7 +766,7 @@ pub async fn search() -> anyhow::Result<()> {
                 with_context: true,
             });
             if items.len() == 1_000 || i + 1 == size {
-                retrieval::index::write_items(store.pool(), &items).await?;
+                retrieval::index::write_items(store.pool(), &unused, &items).await?;
                 items.clear();
             }
         }
@@ -799,9 +805,20 @@ pub async fn search() -> anyhow::Result<()> {
             filled.elapsed().as_secs_f64(),
             store.size_bytes()
         );
+        drop(unused);
+        let lexical = Arc::new(retrieval::lexical::Lexical::new());
+        let loading = Instant::now();
+        retrieval::index::load_lexical(store.pool(), &lexical).await?;
+        let (loaded, bytes) = lexical.size();
+        println!(
+            "search {size}: in-memory full-text index of {loaded} items loaded in {:.2}s, {:.1} MB",
+            loading.elapsed().as_secs_f64(),
+            bytes as f64 / 1e6
+        );
         let searcher = Searcher {
             pool: store.pool().clone(),
             vectors: Some(Arc::clone(&vectors)),
+            lexical,
             tuning: Tuning::default(),
         };
         vectors.index.loaded(&vectors.space).await;
@@ -827,15 +844,27 @@ pub async fn search() -> anyhow::Result<()> {
         };
         // Where the time goes: each retriever alone, and the query embedding alone.
         let mut parts = Vec::new();
-        for mode in ["fts", "vector", "embed"] {
+        // `fts5` is full-text search ranked by SQLite, as without the in-memory copy.
+        let in_sqlite = Searcher {
+            lexical: Default::default(),
+            ..searcher.clone()
+        };
+        for mode in ["fts", "fts5", "vector", "embed"] {
             let mut timings = Vec::with_capacity(queries);
             for q in 0..queries.min(100) {
                 let request = request(q, mode);
                 let started = Instant::now();
-                if mode == "embed" {
-                    vectors.embed_query(&request.query).await?;
-                } else {
-                    searcher.search(&request).await?;
+                match mode {
+                    "embed" => drop(vectors.embed_query(&request.query).await?),
+                    "fts5" => drop(
+                        in_sqlite
+                            .search(&proto::SearchRequest {
+                                mode: "fts".to_owned(),
+                                ..request
+                            })
+                            .await?,
+                    ),
+                    _ => drop(searcher.search(&request).await?),
                 }
                 timings.push(started.elapsed().as_secs_f64() * 1000.0);
             }
