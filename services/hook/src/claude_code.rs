@@ -4,186 +4,83 @@
 //! `transcript_path` and event-specific fields; unknown events are kept as
 //! [`proto::event::Payload::Unknown`], never dropped. Input that is not a JSON object becomes
 //! [`proto::event::Payload::Invalid`] so ingest can dead-letter it with the reason.
+//!
+//! Cursor can run Claude Code's hooks too (its "third-party hooks" setting). Such a run is
+//! recognised by Cursor's `cursor_version` field or `CURSOR_VERSION` variable and recorded
+//! under Cursor, the host that really ran it; [`crate::client`] drops it altogether when
+//! mneme's own Cursor hooks are installed, since those capture the same action.
 
+use crate::adapter::{self, CLAUDE_TOOL_KEYS, Host, take_bool, take_str};
 use proto::event::Payload;
 use proto::{Agent, Event};
 use serde_json::{Map, Value};
-use std::path::Path;
+
+pub use crate::adapter::project_of;
 
 /// The most context Claude Code takes from one hook before it moves it into a file.
 pub const MAX_CONTEXT_CHARS: usize = 10_000;
 
-/// How much of an unparseable payload is kept for the dead-letter record.
-const INVALID_EXCERPT_BYTES: usize = 2048;
+/// The Claude Code host.
+pub const HOST: Host = Host {
+    name: "claude-code",
+    aliases: &["claude"],
+    agent: Agent::ClaudeCode,
+    max_context_chars: MAX_CONTEXT_CHARS,
+    fill,
+    wants: adapter::wants_start_or_prompt,
+    render,
+};
 
 /// Whether the host can take context back from this event.
 pub fn wants_context(event: &Event) -> bool {
-    matches!(
-        event.payload,
-        Some(Payload::SessionStart(_)) | Some(Payload::Prompt(_))
-    )
+    adapter::is_start_or_prompt(event)
 }
 
 /// Normalise a raw Claude Code payload into an event envelope (id and timestamps included).
 pub fn normalise(input: &[u8], sanitizer: &sanitize::Sanitizer) -> Event {
-    let now = now_ms();
-    let mut event = Event {
-        schema_version: proto::SCHEMA_VERSION,
-        id: proto::new_event_id(),
-        occurred_at_ms: now,
-        captured_at_ms: now,
-        agent: Agent::ClaudeCode as i32,
-        host: hostname(),
-        user: std::env::var("USER")
-            .or_else(|_| std::env::var("USERNAME"))
-            .unwrap_or_default(),
-        ..Default::default()
-    };
-    event.content_hash = sanitize::content_hash(&[&String::from_utf8_lossy(input)]);
-    let mut object = match parse_object(input) {
-        Ok(object) => object,
-        Err(reason) => {
-            let end = input.len().min(INVALID_EXCERPT_BYTES);
-            let (excerpt, _) = sanitizer.clean_text(&String::from_utf8_lossy(&input[..end]));
-            event.payload = Some(Payload::Invalid(proto::Invalid {
-                reason,
-                excerpt,
-                size_bytes: input.len() as u64,
-            }));
-            event.cwd = current_dir();
-            event.project = project_of(&event.cwd);
-            return event;
-        }
-    };
-    // Secrets, private blocks and system tags are scrubbed before the event can reach the
-    // spool or the NATS store, both of which are on disk.
-    let mut value = Value::Object(std::mem::take(&mut object));
-    sanitizer.clean_json(&mut value);
-    let Value::Object(mut object) = value else {
-        unreachable!("cleaning keeps the object")
-    };
-    fill(&mut event, &mut object, sanitizer);
-    event
+    adapter::normalise(&HOST, input, sanitizer)
 }
 
-fn parse_object(input: &[u8]) -> Result<Map<String, Value>, String> {
-    if input.iter().all(u8::is_ascii_whitespace) {
-        return Err("empty payload".to_owned());
-    }
-    let text = std::str::from_utf8(input)
-        .map_err(|e| format!("payload is not valid utf-8 at byte {}", e.valid_up_to()))?;
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(object)) => Ok(object),
-        Ok(other) => Err(format!(
-            "payload is a json {}, not an object",
-            type_name(&other)
-        )),
-        Err(e) if e.to_string().contains("recursion limit") => {
-            Err("payload nests deeper than 128 levels".to_owned())
-        }
-        Err(e) => Err(format!("payload is not valid json: {e}")),
-    }
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// Take `key` out of the payload as a string (numbers and booleans are rendered).
-fn take_str(object: &mut Map<String, Value>, key: &str) -> String {
-    match object.remove(key) {
-        Some(Value::String(s)) => s,
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
-}
-
-fn take_bool(object: &mut Map<String, Value>, key: &str) -> bool {
-    matches!(object.remove(key), Some(Value::Bool(true)))
-}
-
-fn take_i64(object: &mut Map<String, Value>, key: &str) -> i64 {
-    object
-        .remove(key)
-        .and_then(|v| v.as_f64())
-        .map_or(0, |v| v as i64)
-}
-
-/// Shorten every string longer than the sanitizer's limit inside `value` to a head and a tail,
-/// keeping the JSON valid; returns the largest string's original size when any was shortened.
-fn shorten_strings(
-    value: &mut Value,
-    sanitizer: &sanitize::Sanitizer,
-) -> Option<sanitize::Truncation> {
-    let mut largest: Option<sanitize::Truncation> = None;
-    let mut visit = |s: &mut String| {
-        if let (short, Some(t)) = sanitizer.truncate(s) {
-            *s = short;
-            if largest
-                .as_ref()
-                .is_none_or(|l| l.original_chars < t.original_chars)
-            {
-                largest = Some(t);
-            }
-        }
-    };
-    fn walk(value: &mut Value, visit: &mut impl FnMut(&mut String)) {
-        match value {
-            Value::String(s) => visit(s),
-            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, visit)),
-            Value::Object(map) => map.values_mut().for_each(|v| walk(v, visit)),
-            _ => {}
-        }
-    }
-    walk(value, &mut visit);
-    largest
+/// Whether this payload was sent by Cursor running Claude Code's hooks.
+pub fn is_cursor_run(object: &Map<String, Value>) -> bool {
+    object.contains_key("cursor_version")
+        || std::env::var_os("CURSOR_VERSION").is_some_and(|v| !v.is_empty())
 }
 
 fn fill(event: &mut Event, object: &mut Map<String, Value>, sanitizer: &sanitize::Sanitizer) {
+    if is_cursor_run(object) {
+        event.agent = Agent::Cursor as i32;
+        let name = object
+            .get("hook_event_name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // Cursor's own event names are camelCase; those payloads have Cursor's shape.
+        if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+            (crate::cursor::HOST.fill)(event, object, sanitizer);
+            return;
+        }
+    }
+    fill_claude_shaped(event, object, sanitizer);
+}
+
+/// Map a payload with Claude Code's field names (Codex sends the same shape).
+pub fn fill_claude_shaped(
+    event: &mut Event,
+    object: &mut Map<String, Value>,
+    sanitizer: &sanitize::Sanitizer,
+) {
     let name = take_str(object, "hook_event_name");
     event.session_id = take_str(object, "session_id");
     event.transcript_path = take_str(object, "transcript_path");
     event.cwd = take_str(object, "cwd");
     if event.cwd.is_empty() {
-        event.cwd = std::env::var("CLAUDE_PROJECT_DIR").unwrap_or_else(|_| current_dir());
+        event.cwd = std::env::var("CLAUDE_PROJECT_DIR").unwrap_or_else(|_| adapter::current_dir());
     }
-    event.project = project_of(&event.cwd);
     event.permission_mode = take_str(object, "permission_mode");
     event.model = take_str(object, "model");
     event.subagent_id = take_str(object, "agent_id");
     event.subagent_type = take_str(object, "agent_type");
 
-    let tool = |object: &mut Map<String, Value>| {
-        let mut input = object.remove("tool_input").unwrap_or(Value::Null);
-        let mut response = object.remove("tool_response").unwrap_or(Value::Null);
-        shorten_strings(&mut input, sanitizer);
-        let original = shorten_strings(&mut response, sanitizer);
-        let json = |v: Value| {
-            if v.is_null() {
-                String::new()
-            } else {
-                v.to_string()
-            }
-        };
-        proto::ToolCall {
-            tool_name: take_str(object, "tool_name"),
-            tool_use_id: take_str(object, "tool_use_id"),
-            input_json: json(input),
-            response_json: json(response),
-            error: take_str(object, "error"),
-            is_interrupt: take_bool(object, "is_interrupt"),
-            duration_ms: take_i64(object, "duration_ms"),
-            response_chars: original.map_or(0, |t| t.original_chars as u64),
-            response_lines: original.map_or(0, |t| t.original_lines as u64),
-        }
-    };
     let payload = match name.as_str() {
         "SessionStart" => Payload::SessionStart(proto::SessionStart {
             source: take_str(object, "source"),
@@ -191,9 +88,13 @@ fn fill(event: &mut Event, object: &mut Map<String, Value>, sanitizer: &sanitize
         "UserPromptSubmit" => Payload::Prompt(proto::Prompt {
             text: take_str(object, "prompt"),
         }),
-        "PreToolUse" => Payload::PreTool(tool(object)),
-        "PostToolUse" => Payload::PostTool(tool(object)),
-        "PostToolUseFailure" => Payload::ToolFailure(tool(object)),
+        "PreToolUse" => Payload::PreTool(adapter::take_tool(object, &CLAUDE_TOOL_KEYS, sanitizer)),
+        "PostToolUse" => {
+            Payload::PostTool(adapter::take_tool(object, &CLAUDE_TOOL_KEYS, sanitizer))
+        }
+        "PostToolUseFailure" => {
+            Payload::ToolFailure(adapter::take_tool(object, &CLAUDE_TOOL_KEYS, sanitizer))
+        }
         "SubagentStart" | "SubagentStop" => {
             let subagent = proto::Subagent {
                 agent_id: event.subagent_id.clone(),
@@ -234,20 +135,19 @@ fn fill(event: &mut Event, object: &mut Map<String, Value>, sanitizer: &sanitize
             title: take_str(object, "title"),
             notification_type: take_str(object, "notification_type"),
         }),
-        "" => Payload::Invalid(proto::Invalid {
-            reason: "payload has no hook_event_name".to_owned(),
-            excerpt: String::new(),
-            size_bytes: 0,
-        }),
-        _ => Payload::Unknown(proto::Unknown {
-            raw_json: Value::Object(std::mem::take(object)).to_string(),
-        }),
+        "" => adapter::no_event_name(),
+        _ => adapter::unknown(object),
     };
     event.host_event = name;
-    if !object.is_empty() {
-        event.extra_json = Value::Object(std::mem::take(object)).to_string();
-    }
     event.payload = Some(payload);
+}
+
+fn render(event: &Event, context: Option<&str>) -> Option<String> {
+    if event.agent == Agent::Cursor as i32 {
+        // Cursor ran this hook and reads its output as Cursor output: `{}` says nothing.
+        return Some("{}".to_owned());
+    }
+    render_context(event, context.unwrap_or_default())
 }
 
 /// Claude Code's output for context, or `None` when there is nothing to say (print nothing).
@@ -256,61 +156,8 @@ pub fn render_context(event: &Event, context: &str) -> Option<String> {
     if context.is_empty() || !wants_context(event) {
         return None;
     }
-    let context = cut_chars(context, MAX_CONTEXT_CHARS);
-    let output = serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": event.host_event,
-            "additionalContext": context,
-        }
-    });
-    Some(output.to_string())
-}
-
-/// The first `max` characters of `text`.
-fn cut_chars(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => &text[..end],
-        None => text,
-    }
-}
-
-/// The git root containing `cwd`, or `cwd` itself outside git.
-pub fn project_of(cwd: &str) -> String {
-    if cwd.is_empty() {
-        return String::new();
-    }
-    let mut dir = Some(Path::new(cwd));
-    while let Some(d) = dir {
-        if d.join(".git").exists() {
-            return d.to_string_lossy().into_owned();
-        }
-        dir = d.parent();
-    }
-    cwd.to_owned()
-}
-
-fn current_dir() -> String {
-    std::env::current_dir()
-        .map(|d| d.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-fn hostname() -> String {
-    if let Ok(name) = std::env::var("HOSTNAME") {
-        return name;
-    }
-    ["/proc/sys/kernel/hostname", "/etc/hostname"]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
+    let context = adapter::cut_chars(context, MAX_CONTEXT_CHARS);
+    Some(adapter::hook_specific_output(&event.host_event, context))
 }
 
 #[cfg(test)]

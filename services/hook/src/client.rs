@@ -1,9 +1,11 @@
 //! One hook run: read the payload, normalise, deliver (publish, or spool and replay), and print
 //! context when the host can take it.
 
-use crate::claude_code;
+use crate::adapter::{self, Want};
 use crate::config::HookConfig;
+use crate::hosts;
 use crate::spool::Spool;
+use proto::context_request::Moment;
 use proto::event::Payload;
 use proto::{Event, Message as _};
 use std::io::{Read as _, Write};
@@ -24,6 +26,9 @@ pub enum Outcome {
     Spooled { reason: String },
     /// `MNEME_DISABLED` is set.
     Disabled,
+    /// Not sent: another of mneme's hooks captures the same action (Cursor running Claude
+    /// Code's hooks while mneme's Cursor hooks are installed).
+    Duplicate,
     /// Neither published nor spooled: the event is lost and the reason was logged.
     Failed { reason: String },
 }
@@ -42,7 +47,7 @@ pub fn main(host: &str) {
     match outcome {
         Outcome::Spooled { reason } => log(&config, &format!("spooled: {reason}")),
         Outcome::Failed { reason } => log(&config, &format!("lost: {reason}")),
-        Outcome::Published { .. } | Outcome::Disabled => {}
+        Outcome::Published { .. } | Outcome::Disabled | Outcome::Duplicate => {}
     }
 }
 
@@ -64,41 +69,103 @@ pub fn run(
             };
         }
     };
-    let mut event = match (host, input) {
-        ("claude-code" | "claude", Ok(input)) => claude_code::normalise(&input, &sanitizer),
-        (_, Err(reason)) => {
-            let mut event = claude_code::normalise(b"{}", &sanitizer);
-            event.payload = Some(Payload::Invalid(proto::Invalid {
-                reason,
-                excerpt: String::new(),
-                size_bytes: 0,
-            }));
+    let Some(adapter) = hosts::find(host) else {
+        // A wrong host name is a broken installation: the payload is kept for a human, with
+        // the reason, through the dead-letter path, and nothing is printed.
+        let mut event = adapter::envelope(proto::Agent::Unspecified);
+        let input = input.unwrap_or_default();
+        let reason = format!(
+            "unknown host {host:?}; known hosts: {}",
+            hosts::names().join(", ")
+        );
+        adapter::invalid(&mut event, &input, reason, &sanitizer);
+        return deliver_only(config, &event);
+    };
+    let mut event = match input {
+        Ok(input) => adapter::normalise(adapter, &input, &sanitizer),
+        Err(reason) => {
+            let mut event = adapter::envelope(adapter.agent);
+            adapter::invalid(&mut event, &[], reason, &sanitizer);
             event
-        }
-        (other, Ok(_)) => {
-            return Outcome::Failed {
-                reason: format!("unknown host {other:?}; known hosts: claude-code"),
-            };
         }
     };
     fit(&mut event, &sanitizer);
 
+    if adapter.agent == proto::Agent::ClaudeCode
+        && event.agent() == proto::Agent::Cursor
+        && cursor_hooks_installed(&event)
+    {
+        // Cursor ran Claude Code's hooks for an action its own mneme hook captures too.
+        if let Some(text) = (adapter.render)(&event, None) {
+            let _ = writeln!(out, "{text}");
+        }
+        return Outcome::Duplicate;
+    }
+
+    let state = config.home.join("hook-state");
+    let want = (adapter.wants)(&event, &state);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
-        Err(error) => return spool_or_fail(config, &event, &format!("tokio: {error}")),
+        Err(error) => {
+            if let Some(text) = (adapter.render)(&event, None) {
+                let _ = writeln!(out, "{text}");
+            }
+            return spool_or_fail(config, &event, &format!("tokio: {error}"));
+        }
     };
-    let (outcome, context) = runtime.block_on(deliver(config, &event));
-    if let Some(text) = context.and_then(|c| claude_code::render_context(&event, &c)) {
+    let (outcome, context) =
+        runtime.block_on(deliver(config, &event, want, adapter.max_context_chars));
+    if let Some(text) = (adapter.render)(&event, context.as_deref()) {
         let _ = writeln!(out, "{text}");
     }
     outcome
 }
 
+/// Publish (or spool) an event that takes no context.
+fn deliver_only(config: &HookConfig, event: &Event) -> Outcome {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(deliver(config, event, Want::Nothing, 0)).0,
+        Err(error) => spool_or_fail(config, event, &format!("tokio: {error}")),
+    }
+}
+
+/// Whether mneme's Cursor hooks are installed for this event's project or user, read cheaply
+/// as text: the command line `…mneme-hook cursor` in a Cursor `hooks.json`.
+fn cursor_hooks_installed(event: &Event) -> bool {
+    let mut files = Vec::new();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        files.push(std::path::PathBuf::from(home).join(".cursor/hooks.json"));
+    }
+    for dir in [
+        std::env::var("CURSOR_PROJECT_DIR").unwrap_or_default(),
+        event.project.clone(),
+        event.cwd.clone(),
+    ] {
+        if !dir.is_empty() {
+            files.push(std::path::Path::new(&dir).join(".cursor/hooks.json"));
+        }
+    }
+    files.iter().any(|file| {
+        std::fs::read_to_string(file).is_ok_and(|text| {
+            text.lines()
+                .any(|line| line.contains("mneme-hook") && line.contains(" cursor"))
+        })
+    })
+}
+
 /// Publish (or spool) the event and, when the host can take it, fetch context at the same time.
-async fn deliver(config: &HookConfig, event: &Event) -> (Outcome, Option<String>) {
+async fn deliver(
+    config: &HookConfig,
+    event: &Event,
+    want: Want,
+    max_chars: usize,
+) -> (Outcome, Option<String>) {
     let client = match connect(config).await {
         Ok(client) => client,
         Err(reason) => return (spool_or_fail(config, event, &reason), None),
@@ -128,10 +195,16 @@ async fn deliver(config: &HookConfig, event: &Event) -> (Outcome, Option<String>
         }
     };
     let context = async {
-        if claude_code::wants_context(event) {
-            fetch_context(config, &client, event).await
-        } else {
-            None
+        let ask = |moment| fetch_context(config, &client, event, moment, max_chars);
+        match want {
+            Want::Nothing => None,
+            Want::SessionStart => ask(Moment::SessionStart).await,
+            Want::Prompt => ask(Moment::Prompt).await,
+            Want::StartAndPrompt => {
+                let (start, prompt) = tokio::join!(ask(Moment::SessionStart), ask(Moment::Prompt));
+                let both: Vec<String> = start.into_iter().chain(prompt).collect();
+                (!both.is_empty()).then(|| both.join("\n\n"))
+            }
         }
     };
     tokio::join!(publish, context)
@@ -249,13 +322,13 @@ async fn fetch_context(
     config: &HookConfig,
     client: &async_nats::Client,
     event: &Event,
+    moment: Moment,
+    max_chars: usize,
 ) -> Option<String> {
-    let (moment, prompt) = match &event.payload {
-        Some(Payload::SessionStart(_)) => {
-            (proto::context_request::Moment::SessionStart, String::new())
-        }
-        Some(Payload::Prompt(p)) => (proto::context_request::Moment::Prompt, p.text.clone()),
-        _ => return None,
+    let prompt = match (&event.payload, moment) {
+        (Some(Payload::Prompt(p)), Moment::Prompt) => p.text.clone(),
+        (_, Moment::Prompt) => return None,
+        _ => String::new(),
     };
     let request = proto::ContextRequest {
         moment: moment as i32,
@@ -263,7 +336,7 @@ async fn fetch_context(
         project: event.project.clone(),
         session_id: event.session_id.clone(),
         prompt,
-        max_chars: claude_code::MAX_CONTEXT_CHARS as u32,
+        max_chars: max_chars as u32,
         // The service default applies.
         budget_tokens: 0,
     };
@@ -303,7 +376,7 @@ fn spool_or_fail(config: &HookConfig, event: &Event, reason: &str) -> Outcome {
 }
 
 /// Truncate the event's large fields so it fits in one NATS message.
-fn fit(event: &mut Event, sanitizer: &sanitize::Sanitizer) {
+pub fn fit(event: &mut Event, sanitizer: &sanitize::Sanitizer) {
     for_each_large_field(event, |field| {
         if let (text, Some(_)) = sanitizer.truncate(field) {
             *field = text;
@@ -342,6 +415,7 @@ fn for_each_large_field(event: &mut Event, mut f: impl FnMut(&mut String)) {
         Some(Payload::Notification(n)) => f(&mut n.message),
         Some(Payload::Unknown(u)) => f(&mut u.raw_json),
         Some(Payload::Invalid(i)) => f(&mut i.excerpt),
+        Some(Payload::Memory(m)) => f(&mut m.text),
         Some(Payload::SessionStart(_) | Payload::SessionEnd(_)) | None => {}
     }
 }

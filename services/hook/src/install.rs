@@ -27,14 +27,33 @@ const HOOK_BINARY_NAME: &str = "mneme-hook";
 /// The argument that tells the hook client which host's payload format to expect.
 const AGENT_ARG: &str = "claude-code";
 
-/// One Claude Code hook event mneme registers on.
-struct EventSpec {
-    name: &'static str,
+/// One hook event mneme registers on.
+pub struct EventSpec {
+    pub name: &'static str,
     /// Tool events get an explicit `"*"` matcher; for the others the matcher is omitted.
-    tool: bool,
-    /// Seconds Claude Code waits for the hook before giving up on it.
-    timeout_secs: u64,
+    pub tool: bool,
+    /// Seconds the host waits for the hook before giving up on it.
+    pub timeout_secs: u64,
 }
+
+/// A host whose hook configuration has Claude Code's shape: `hooks.<Event>` is a list of
+/// matcher groups, each with a list of handlers (Claude Code, Codex's `hooks.json`, Gemini's
+/// `settings.json` and extension `hooks/hooks.json`).
+pub struct Flavor {
+    /// The `mneme-hook` argument naming the host, which also recognises mneme's entries.
+    pub agent_arg: &'static str,
+    /// The events registered, in the order written to a fresh file.
+    pub events: &'static [EventSpec],
+    /// The handler written for an event, given the command line.
+    pub entry: fn(&EventSpec, &str) -> Value,
+}
+
+/// Claude Code's `settings.json`.
+pub const CLAUDE_CODE: Flavor = Flavor {
+    agent_arg: AGENT_ARG,
+    events: &EVENTS,
+    entry: desired_entry,
+};
 
 /// Every event mneme registers on, in the order they are written to a fresh file.
 const EVENTS: [EventSpec; 13] = [
@@ -55,7 +74,7 @@ const EVENTS: [EventSpec; 13] = [
     event("Notification", false, 5),
 ];
 
-const fn event(name: &'static str, tool: bool, timeout_secs: u64) -> EventSpec {
+pub const fn event(name: &'static str, tool: bool, timeout_secs: u64) -> EventSpec {
     EventSpec {
         name,
         tool,
@@ -155,7 +174,16 @@ fn user_settings_path(
 /// mneme needs every event to keep its memory complete. Nothing is written when the file
 /// already holds exactly what install would write.
 pub fn install_claude_code(settings_path: &Path, hook_binary: &Path) -> Result<InstallReport> {
-    let command = claude_code_command(hook_binary)?;
+    install_hooks(settings_path, hook_binary, &CLAUDE_CODE)
+}
+
+/// [`install_claude_code`] for any host with Claude Code's configuration shape.
+pub fn install_hooks(
+    settings_path: &Path,
+    hook_binary: &Path,
+    flavor: &Flavor,
+) -> Result<InstallReport> {
+    let command = hook_command(hook_binary, flavor.agent_arg)?;
     let mut loaded = load(settings_path)?;
 
     let hooks = loaded
@@ -166,7 +194,7 @@ pub fn install_claude_code(settings_path: &Path, hook_binary: &Path) -> Result<I
         .ok_or_else(|| hooks_not_object(settings_path))?;
 
     let mut events = Vec::new();
-    for spec in &EVENTS {
+    for spec in flavor.events {
         let groups = hooks
             .entry(spec.name)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -177,7 +205,7 @@ pub fn install_claude_code(settings_path: &Path, hook_binary: &Path) -> Result<I
                 settings_path.display()
             )
         })?;
-        if install_event(groups, spec, &command) {
+        if install_event(groups, spec, &command, flavor) {
             events.push(spec.name.to_owned());
         }
     }
@@ -192,14 +220,19 @@ pub fn install_claude_code(settings_path: &Path, hook_binary: &Path) -> Result<I
 /// only when removing mneme's entry left it empty, and an event key (or the `hooks` object)
 /// only when this removal emptied it. A missing file is simply reported as unchanged.
 pub fn uninstall_claude_code(settings_path: &Path) -> Result<InstallReport> {
+    uninstall_hooks(settings_path, &CLAUDE_CODE)
+}
+
+/// [`uninstall_claude_code`] for any host with Claude Code's configuration shape.
+pub fn uninstall_hooks(settings_path: &Path, flavor: &Flavor) -> Result<InstallReport> {
     let mut loaded = load(settings_path)?;
-    let events = remove_all_mneme_entries(&mut loaded.root);
+    let events = remove_all_mneme_entries(&mut loaded.root, flavor.agent_arg);
     finish(settings_path, &loaded, events)
 }
 
 /// Removes every mneme entry from a settings object and returns the events it was removed
 /// from, in the file's order. `load` has already refused a `hooks` that is not an object.
-fn remove_all_mneme_entries(root: &mut Map<String, Value>) -> Vec<String> {
+fn remove_all_mneme_entries(root: &mut Map<String, Value>, agent: &str) -> Vec<String> {
     let mut events = Vec::new();
     let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) else {
         return events;
@@ -210,7 +243,7 @@ fn remove_all_mneme_entries(root: &mut Map<String, Value>) -> Vec<String> {
         let Some(groups) = groups.as_array_mut() else {
             continue;
         };
-        if remove_mneme_entries(groups, None, None) {
+        if remove_mneme_entries(groups, None, None, agent) {
             events.push(name.clone());
             if groups.is_empty() {
                 emptied.push(name.clone());
@@ -232,6 +265,11 @@ fn remove_all_mneme_entries(root: &mut Map<String, Value>) -> Vec<String> {
 /// A missing file has none. Events mneme registers come in registration order, followed by
 /// any other event holding a mneme entry (left by another mneme version, say) in file order.
 pub fn installed_claude_code_events(settings_path: &Path) -> Result<Vec<String>> {
+    installed_events(settings_path, &CLAUDE_CODE)
+}
+
+/// [`installed_claude_code_events`] for any host with Claude Code's configuration shape.
+pub fn installed_events(settings_path: &Path, flavor: &Flavor) -> Result<Vec<String>> {
     let loaded = load(settings_path)?;
     // `load` has already refused a `hooks` that is not an object.
     let Some(hooks) = loaded.root.get("hooks").and_then(Value::as_object) else {
@@ -245,23 +283,24 @@ pub fn installed_claude_code_events(settings_path: &Path) -> Result<Vec<String>>
                     .iter()
                     .filter_map(group_entries)
                     .flatten()
-                    .any(|entry| is_mneme_entry(entry, None))
+                    .any(|entry| is_mneme_entry(entry, None, flavor.agent_arg))
             })
         })
         .map(|(name, _)| name.clone())
         .collect();
     // The sort is stable, so events mneme does not know keep the file's order.
     events.sort_by_key(|name| {
-        EVENTS
+        flavor
+            .events
             .iter()
             .position(|spec| spec.name == name)
-            .unwrap_or(EVENTS.len())
+            .unwrap_or(flavor.events.len())
     });
     Ok(events)
 }
 
-/// Builds the command string Claude Code will run: `<absolute hook binary> claude-code`.
-fn claude_code_command(hook_binary: &Path) -> Result<String> {
+/// Builds the command string the host will run: `<absolute hook binary> <agent>`.
+pub fn hook_command(hook_binary: &Path, agent: &str) -> Result<String> {
     let binary = std::path::absolute(hook_binary)
         .with_context(|| format!("cannot resolve hook binary path {}", hook_binary.display()))?;
     let binary_str = binary.to_str().ok_or_else(|| {
@@ -277,12 +316,12 @@ fn claude_code_command(hook_binary: &Path) -> Result<String> {
             binary.display()
         );
     }
-    Ok(format!("{} {AGENT_ARG}", shell_quote(binary_str)))
+    Ok(format!("{} {agent}", shell_quote(binary_str)))
 }
 
 /// Claude Code runs hook commands through a shell, so a path with spaces or other special
 /// characters has to be quoted; ordinary paths are left bare to stay readable.
-fn shell_quote(word: &str) -> String {
+pub fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()
@@ -346,24 +385,24 @@ fn is_hook_binary_name(path: &str) -> bool {
             .is_some_and(|stem| stem == HOOK_BINARY_NAME)
 }
 
-/// Whether a command is mneme's: exactly `ours`, or any `…/mneme-hook claude-code …`.
-fn is_mneme_command(command: &str, ours: Option<&str>) -> bool {
+/// Whether a command is mneme's: exactly `ours`, or any `…/mneme-hook <agent> …`.
+pub fn is_mneme_command(command: &str, ours: Option<&str>, agent: &str) -> bool {
     if ours == Some(command) {
         return true;
     }
     match shell_words(command, 2).as_slice() {
-        [program, agent] => is_hook_binary_name(program) && agent == AGENT_ARG,
+        [program, word] => is_hook_binary_name(program) && word == agent,
         _ => false,
     }
 }
 
 /// Whether a hook entry is a command hook running mneme's hook client.
-fn is_mneme_entry(entry: &Value, ours: Option<&str>) -> bool {
+fn is_mneme_entry(entry: &Value, ours: Option<&str>, agent: &str) -> bool {
     entry.get("type").and_then(Value::as_str) == Some("command")
         && entry
             .get("command")
             .and_then(Value::as_str)
-            .is_some_and(|command| is_mneme_command(command, ours))
+            .is_some_and(|command| is_mneme_command(command, ours, agent))
 }
 
 /// The hook entries of a matcher group, if it is shaped like one.
@@ -387,9 +426,14 @@ fn desired_entry(spec: &EventSpec, command: &str) -> Value {
 }
 
 /// Brings one event's matcher groups to the installed state. Returns whether anything changed.
-fn install_event(groups: &mut Vec<Value>, spec: &EventSpec, command: &str) -> bool {
-    let desired = desired_entry(spec, command);
-    let keeper = find_keeper(groups, &desired, command);
+fn install_event(
+    groups: &mut Vec<Value>,
+    spec: &EventSpec,
+    command: &str,
+    flavor: &Flavor,
+) -> bool {
+    let desired = (flavor.entry)(spec, command);
+    let keeper = find_keeper(groups, &desired, command, flavor.agent_arg);
     let mut changed = false;
 
     // Updating in place keeps the entry where it was, including any user commands the user
@@ -407,7 +451,7 @@ fn install_event(groups: &mut Vec<Value>, spec: &EventSpec, command: &str) -> bo
 
     // Any other mneme entry is a leftover (an old path, a duplicate, a narrowed matcher) and
     // would make the hook run twice or only sometimes.
-    if remove_mneme_entries(groups, Some(command), keeper) {
+    if remove_mneme_entries(groups, Some(command), keeper, flavor.agent_arg) {
         changed = true;
     }
 
@@ -425,7 +469,12 @@ fn install_event(groups: &mut Vec<Value>, spec: &EventSpec, command: &str) -> bo
 
 /// Picks the existing mneme entry install keeps, as (group index, entry index): one that is
 /// already exactly right if possible, otherwise the first mneme entry in a match-all group.
-fn find_keeper(groups: &[Value], desired: &Value, command: &str) -> Option<(usize, usize)> {
+fn find_keeper(
+    groups: &[Value],
+    desired: &Value,
+    command: &str,
+    agent: &str,
+) -> Option<(usize, usize)> {
     let find = |accept: &dyn Fn(&Value) -> bool| {
         groups
             .iter()
@@ -438,7 +487,8 @@ fn find_keeper(groups: &[Value], desired: &Value, command: &str) -> Option<(usiz
                     .map(|entry_index| (group_index, entry_index))
             })
     };
-    find(&|entry| entry == desired).or_else(|| find(&|entry| is_mneme_entry(entry, Some(command))))
+    find(&|entry| entry == desired)
+        .or_else(|| find(&|entry| is_mneme_entry(entry, Some(command), agent)))
 }
 
 /// Removes mneme entries from one event's matcher groups, except the one at `keep`, and drops
@@ -448,6 +498,7 @@ fn remove_mneme_entries(
     groups: &mut Vec<Value>,
     ours: Option<&str>,
     keep: Option<(usize, usize)>,
+    agent: &str,
 ) -> bool {
     let mut removed = false;
     let mut emptied = Vec::new();
@@ -461,7 +512,7 @@ fn remove_mneme_entries(
         entries.retain(|entry| {
             let index = entry_index;
             entry_index += 1;
-            keep == Some((group_index, index)) || !is_mneme_entry(entry, ours)
+            keep == Some((group_index, index)) || !is_mneme_entry(entry, ours, agent)
         });
         if entries.len() != before {
             removed = true;
@@ -539,6 +590,23 @@ fn load(settings_path: &Path) -> Result<Loaded> {
     })
 }
 
+/// Edit any JSON settings file with the same care as the hook installers: a missing file is
+/// `{}`, one that does not parse is refused untouched, `edit` says which changes it made (an
+/// empty list writes nothing), and a changed file is backed up first and replaced atomically.
+pub fn edit_json(
+    path: &Path,
+    edit: impl FnOnce(&mut Map<String, Value>) -> Result<Vec<String>>,
+) -> Result<InstallReport> {
+    let mut loaded = load(path)?;
+    let changes = edit(&mut loaded.root)?;
+    finish(path, &loaded, changes)
+}
+
+/// Read a JSON settings file as [`edit_json`] would (missing or blank = `{}`).
+pub fn read_json(path: &Path) -> Result<Map<String, Value>> {
+    Ok(load(path)?.root)
+}
+
 fn hooks_not_object(settings_path: &Path) -> anyhow::Error {
     anyhow!(
         "\"hooks\" in settings file {} is not an object; fix or move it, mneme will not overwrite it",
@@ -569,6 +637,11 @@ fn save(settings_path: &Path, loaded: &Loaded) -> Result<Option<PathBuf>> {
     let mut bytes = serde_json::to_vec_pretty(&loaded.root)
         .with_context(|| format!("cannot serialise settings for {}", settings_path.display()))?;
     bytes.push(b'\n');
+    // When the edit brings the file back to what a backup held (an uninstall after an
+    // install), the backup's own bytes are written, so the user's formatting comes back too.
+    if let Some(original) = matching_backup(target, &loaded.root) {
+        bytes = original;
+    }
 
     let dir = parent_dir(target);
     let permissions = match &loaded.original {
@@ -597,6 +670,24 @@ fn save(settings_path: &Path, loaded: &Loaded) -> Result<Option<PathBuf>> {
             .with_context(|| format!("cannot write settings file {}", settings_path.display()));
     }
     Ok(backup_path)
+}
+
+/// The bytes of the newest backup of `target` whose JSON equals `root`, if any.
+fn matching_backup(target: &Path, root: &Map<String, Value>) -> Option<Vec<u8>> {
+    let prefix = format!("{}.mneme-backup-", file_name(target));
+    let mut backups: Vec<(std::time::SystemTime, PathBuf)> = fs::read_dir(parent_dir(target))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+        .collect();
+    backups.sort();
+    backups.into_iter().rev().take(8).find_map(|(_, path)| {
+        let bytes = fs::read(&path).ok()?;
+        let text = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        let value: Value = serde_json::from_slice(text).ok()?;
+        (value.as_object() == Some(root)).then_some(bytes)
+    })
 }
 
 /// The directory holding `path`, as something that can be opened (`.` for a bare file name).
@@ -757,7 +848,7 @@ mod tests {
 
     /// The settings value with every mneme entry stripped the way uninstall strips it.
     fn without_mneme(mut value: Value) -> Value {
-        remove_all_mneme_entries(value.as_object_mut().unwrap());
+        remove_all_mneme_entries(value.as_object_mut().unwrap(), AGENT_ARG);
         value
     }
 
@@ -769,7 +860,7 @@ mod tests {
             .iter()
             .filter_map(group_entries)
             .flatten()
-            .filter(|entry| is_mneme_entry(entry, None))
+            .filter(|entry| is_mneme_entry(entry, None, AGENT_ARG))
             .cloned()
             .collect()
     }
@@ -1118,7 +1209,7 @@ mod tests {
             r"/a\ b/mneme-hook claude-code",
             r"'C:\Program Files\mneme\mneme-hook.exe' claude-code",
         ] {
-            assert!(is_mneme_command(ours, None), "{ours}");
+            assert!(is_mneme_command(ours, None, AGENT_ARG), "{ours}");
         }
         for theirs in [
             "/usr/bin/mneme-hook codex",
@@ -1129,10 +1220,10 @@ mod tests {
             "/usr/bin/mneme-hook claude-code; rm -rf /tmp/x",
             "",
         ] {
-            assert!(!is_mneme_command(theirs, None), "{theirs}");
+            assert!(!is_mneme_command(theirs, None, AGENT_ARG), "{theirs}");
         }
         let prompt = json!({"type": "prompt", "command": "/usr/bin/mneme-hook claude-code"});
-        assert!(!is_mneme_entry(&prompt, None));
+        assert!(!is_mneme_entry(&prompt, None, AGENT_ARG));
     }
 
     #[test]

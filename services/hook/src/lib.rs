@@ -10,9 +10,16 @@
 //! Architecture invariant: the hook never blocks or breaks the agent. It always exits 0, writes
 //! to stdout only the host's documented output, and bounds every wait.
 
+pub mod adapter;
 pub mod claude_code;
 pub mod client;
+pub mod codex;
 pub mod config;
+pub mod cursor;
+pub mod gemini;
+pub mod hosts;
 pub mod install;
+pub mod kimi;
+pub mod kiro;
 pub mod spool;
 pub mod transcript;

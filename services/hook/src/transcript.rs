@@ -32,7 +32,8 @@
 //!   `agent-acompact-*` files are the compaction summariser, not a subagent the user started;
 //!   Claude Code fires no subagent hooks for it, so they are left out.
 //!
-//! Lines that fail to parse are skipped (a truncated last line is normal for a live file),
+//! Lines that fail to parse are skipped and reported in [`Replay::bad_lines`]; a last line
+//! without its newline is still being written and is left out until it is complete;
 //! unknown record types are ignored and records repeating an already-seen `uuid` count once.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -50,6 +51,23 @@ pub struct Replay {
     pub payloads: Vec<Value>,
     /// Counts computed from the transcript records independently of `payloads`.
     pub expected: Expected,
+    /// The timestamp of the record behind each payload (same order as `payloads`).
+    pub times: Vec<Option<String>>,
+    /// Records read from the main file and its subagent files.
+    pub records: usize,
+    /// Lines that are not JSON objects, other than a last line still being written.
+    pub bad_lines: Vec<BadLine>,
+    /// Files whose last line has no newline yet: it is left for the next import.
+    pub partial_files: Vec<PathBuf>,
+}
+
+/// A transcript line that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    pub path: PathBuf,
+    /// 1-based line number.
+    pub line: usize,
+    pub error: String,
 }
 
 /// Event counts for one replayed session.
@@ -108,12 +126,27 @@ pub fn claude_code_replay(path: &Path) -> Result<Replay> {
         emitted: vec![false; subagents.len()],
         links,
     };
-    let payloads = replayer.run(&main.records);
+    let (payloads, times) = replayer.run(&main.records);
     let expected = count_records(&main, &subagents);
+    let files = std::iter::once(&main).chain(subagents.iter().map(|s| &s.file));
+    let mut records = 0;
+    let mut bad_lines = Vec::new();
+    let mut partial_files = Vec::new();
+    for file in files {
+        records += file.records.len();
+        bad_lines.extend(file.bad_lines.iter().cloned());
+        if file.partial {
+            partial_files.push(file.path.clone());
+        }
+    }
     Ok(Replay {
         session_id,
         payloads,
         expected,
+        times,
+        records,
+        bad_lines,
+        partial_files,
     })
 }
 
@@ -141,6 +174,9 @@ struct Transcript {
     path: PathBuf,
     /// Object records in file order, without unparseable lines and repeated uuids.
     records: Vec<Value>,
+    bad_lines: Vec<BadLine>,
+    /// Whether the last line has no newline yet (and was left out).
+    partial: bool,
 }
 
 /// A subagent transcript and the agent id taken from its file name.
@@ -154,19 +190,39 @@ fn read_transcript(path: &Path, seen_uuids: &mut HashSet<String>) -> Result<Tran
         std::fs::read(path).with_context(|| format!("reading transcript {}", path.display()))?;
     let text = String::from_utf8_lossy(&bytes);
     let mut records = Vec::new();
-    for line in text.lines() {
+    let mut bad_lines = Vec::new();
+    // A last line without its newline is still being written: it is left for next time.
+    let partial = !text.is_empty() && !text.ends_with('\n');
+    let complete = if partial {
+        text.rfind('\n').map_or("", |end| &text[..end])
+    } else {
+        &text[..]
+    };
+    for (index, line) in complete.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
-        // A line that does not parse is most often the half-written last line of a live
-        // session; the rest of the file is still good.
-        let Ok(record) = serde_json::from_str::<Value>(line) else {
-            continue;
+        // A bad line is reported and skipped; the rest of the file is still good.
+        let record = match serde_json::from_str::<Value>(line) {
+            Ok(record) if record.is_object() => record,
+            Ok(_) => {
+                bad_lines.push(BadLine {
+                    path: path.to_path_buf(),
+                    line: index + 1,
+                    error: "not a json object".to_owned(),
+                });
+                continue;
+            }
+            Err(error) => {
+                bad_lines.push(BadLine {
+                    path: path.to_path_buf(),
+                    line: index + 1,
+                    error: error.to_string(),
+                });
+                continue;
+            }
         };
-        if !record.is_object() {
-            continue;
-        }
         if let Some(uuid) = str_at(&record, "uuid")
             && !seen_uuids.insert(uuid.to_owned())
         {
@@ -177,6 +233,8 @@ fn read_transcript(path: &Path, seen_uuids: &mut HashSet<String>) -> Result<Tran
     Ok(Transcript {
         path: path.to_path_buf(),
         records,
+        bad_lines,
+        partial,
     })
 }
 
@@ -337,7 +395,7 @@ struct Replayer<'a> {
 }
 
 impl Replayer<'_> {
-    fn run(&mut self, records: &[Value]) -> Vec<Value> {
+    fn run(&mut self, records: &[Value]) -> (Vec<Value>, Vec<Option<String>>) {
         let first = |key: &str| records.iter().find_map(|r| str_at(r, key));
         let model = records
             .iter()
@@ -381,7 +439,10 @@ impl Replayer<'_> {
         }
 
         self.emit(&mut main, "SessionEnd", json!({"reason": "other"}));
-        main.items.into_iter().map(|item| item.payload).collect()
+        main.items
+            .into_iter()
+            .map(|item| (item.payload, item.ts))
+            .unzip()
     }
 
     /// Replay one file's records into `out`, returning the last assistant text it holds.

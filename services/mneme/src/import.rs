@@ -1,0 +1,585 @@
+//! `mneme import <host>`: backfill past sessions from a host's own files through the same
+//! pipeline as live events, and `mneme sessions`: list what is stored.
+//!
+//! Each session file is read by [`crate::import_formats`] into the hook payloads the host
+//! would have sent; each payload goes through the host's adapter in `mneme-hook` (so it is
+//! mapped and scrubbed exactly like a live event) and is published to JetStream for ingest to
+//! sanitise and store. Event ids are derived from the file's own record ids and times, so a
+//! second import publishes nothing new (ids already stored are skipped here, and ingest and
+//! JetStream deduplicate on them anyway).
+//!
+//! A session that was also captured live is not doubled: live capture is complete from its
+//! first event on (the hook spools when NATS is down), so only the part of the file before
+//! the first live event is imported, and never a tool call whose id is already stored.
+
+use crate::import_formats::{self as formats, BadLine, Read, Session};
+use anyhow::{Context as _, Result, bail};
+use common::CommonArgs;
+use proto::Message as _;
+use std::collections::HashSet;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The host whose history to import: claude-code, codex, kimi, kiro or gemini.
+    agent: String,
+    /// A session file or a directory to search instead of the host's default location.
+    #[arg(long)]
+    path: Option<PathBuf>,
+    /// Only events on or after this date (YYYY-MM-DD, or a number of days like 30d).
+    #[arg(long)]
+    since: Option<String>,
+    /// Only sessions whose working directory is inside this project.
+    #[arg(long)]
+    project: Option<PathBuf>,
+    /// Read and count, publish nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print a JSON summary instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// What an import did.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Summary {
+    pub agent: String,
+    pub dry_run: bool,
+    pub files: usize,
+    pub sessions: usize,
+    pub records: usize,
+    /// Events read from the files (after `--since` and `--project`).
+    pub events: usize,
+    /// Events published now.
+    pub published: usize,
+    /// Events whose id is already stored (an earlier import).
+    pub already_stored: usize,
+    /// Events of sessions also captured live, at or after the first live event.
+    pub captured_live: usize,
+    pub before_since: usize,
+    /// Files whose last line was still being written; it is left for the next import.
+    pub partial_files: usize,
+    pub bad_lines: Vec<BadLine>,
+    pub failed_files: Vec<String>,
+    pub seconds: f64,
+    pub records_per_second: f64,
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+fn env_dir(var: &str, default: &str) -> PathBuf {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home().join(default))
+}
+
+/// `root` itself when it is a file, or every file under it accepted by `keep`, sorted.
+fn files_at(root: PathBuf, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    if root.is_file() {
+        return vec![root];
+    }
+    let mut files = Vec::new();
+    walk(&root, keep, &mut files);
+    files.sort();
+    files
+}
+
+/// Every file under `dir` (recursively) accepted by `keep`.
+fn walk(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, keep, out);
+        } else if keep(&path) {
+            out.push(path);
+        }
+    }
+}
+
+fn name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The files to read for `agent`, each with what it needs.
+enum Source {
+    File(PathBuf),
+    /// A Kimi session: wire file, session id, work directory.
+    Kimi(PathBuf, String, String),
+    /// A Gemini chat file and the project it belongs to.
+    Gemini(PathBuf, String),
+}
+
+fn sources(agent: &str, path: Option<&Path>, read: &mut Read) -> Result<Vec<Source>> {
+    let root = |default: PathBuf| path.map_or(default, Path::to_path_buf);
+    let files = match agent {
+        "claude-code" => files_at(
+            root(env_dir("CLAUDE_CONFIG_DIR", ".claude").join("projects")),
+            // Main sessions only: subagent files are read with their session.
+            &|p| {
+                p.extension().is_some_and(|e| e == "jsonl")
+                    && !p.components().any(|c| c.as_os_str() == "subagents")
+            },
+        ),
+        "codex" => files_at(
+            root(env_dir("CODEX_HOME", ".codex").join("sessions")),
+            &|p| name_of(p).starts_with("rollout-") && name_of(p).ends_with(".jsonl"),
+        ),
+        "kiro" => files_at(
+            root(env_dir("KIRO_HOME", ".kiro").join("sessions/cli")),
+            &|p| p.extension().is_some_and(|e| e == "jsonl"),
+        ),
+        "kimi" => {
+            let root = root(env_dir("KIMI_CODE_HOME", ".kimi-code"));
+            let index = if root.is_file() {
+                root
+            } else {
+                root.join("session_index.jsonl")
+            };
+            if !index.is_file() {
+                bail!("no kimi session index at {}", index.display());
+            }
+            let mut out = Vec::new();
+            for (id, dir, work) in formats::kimi_index(&index, read)? {
+                let wire = dir.join("agents/main/wire.jsonl");
+                if wire.is_file() {
+                    out.push(Source::Kimi(wire, id, work));
+                }
+            }
+            return Ok(out);
+        }
+        "gemini" => {
+            let files = files_at(root(home().join(".gemini/tmp")), &|p| {
+                let name = name_of(p);
+                p.parent().is_some_and(|d| name_of(d) == "chats")
+                    && name.starts_with("session-")
+                    && (name.ends_with(".jsonl") || name.ends_with(".json"))
+            });
+            return Ok(files
+                .into_iter()
+                .map(|f| {
+                    // `<tmp>/<project>/chats/<file>`: the project directory's name stands in
+                    // for the project when the file does not name its directories.
+                    let project = f
+                        .parent()
+                        .and_then(Path::parent)
+                        .map(name_of)
+                        .unwrap_or_default();
+                    Source::Gemini(f, project)
+                })
+                .collect());
+        }
+        other => bail!(
+            "mneme cannot import {other:?} history; known: claude-code, codex, kimi, kiro, gemini"
+        ),
+    };
+    Ok(files.into_iter().map(Source::File).collect())
+}
+
+fn read_source(agent: &str, source: &Source, read: &mut Read) -> Result<()> {
+    match source {
+        Source::File(path) => match agent {
+            "claude-code" => formats::claude_code(path, read),
+            "codex" => formats::codex(path, read),
+            "kiro" => formats::kiro(path, read),
+            _ => unreachable!("file sources are only made for these hosts"),
+        },
+        Source::Kimi(wire, id, work) => formats::kimi(wire, id, work, read),
+        Source::Gemini(path, project) => formats::gemini(path, project, read),
+    }
+}
+
+fn source_path(source: &Source) -> &Path {
+    match source {
+        Source::File(p) | Source::Kimi(p, _, _) | Source::Gemini(p, _) => p,
+    }
+}
+
+/// `--since`: a date (YYYY-MM-DD) or a number of days back (`30d`), as Unix milliseconds.
+fn since_ms(since: &str) -> Result<i64> {
+    if let Some(days) = since.strip_suffix('d').and_then(|d| d.parse::<i64>().ok()) {
+        return Ok(common::now_ms() - days * 86_400_000);
+    }
+    formats::parse_time(&format!("{since}T00:00:00Z")).with_context(|| {
+        format!("--since {since:?}: expected YYYY-MM-DD or a number of days like 30d")
+    })
+}
+
+/// The event id of an imported item: the time of the session's first record (so ids of one
+/// session share a prefix that does not change as the file grows) and a hash of the agent,
+/// session and the item's key.
+fn event_id(agent: &str, session: &str, key: &str, at_ms: i64) -> String {
+    let hash = sanitize::content_hash(&[agent, session, key]);
+    let nanos = (at_ms.max(0) as u64).saturating_mul(1_000_000);
+    format!("{nanos:016x}{}", &hash[..16])
+}
+
+/// What the store already holds of one session.
+#[derive(Default)]
+struct Known {
+    ids: HashSet<String>,
+    tool_calls: HashSet<(String, String)>,
+    first_live_ms: Option<i64>,
+}
+
+async fn known(store: Option<&store::Store>, session: &str) -> Known {
+    let mut known = Known::default();
+    let Some(store) = store else { return known };
+    let rows: Vec<(String, String, String, i64, Option<String>)> = sqlx::query_as(
+        "SELECT event_id, kind, tool_use_id, occurred_at,
+                json_extract(meta, '$.host_fields.imported_from')
+         FROM observations WHERE session_id = ?",
+    )
+    .bind(session)
+    .fetch_all(store.pool())
+    .await
+    .unwrap_or_default();
+    for (id, kind, tool_use_id, at, imported) in rows {
+        known.ids.insert(id);
+        if !tool_use_id.is_empty() {
+            known.tool_calls.insert((kind, tool_use_id));
+        }
+        if imported.is_none() {
+            known.first_live_ms = Some(known.first_live_ms.map_or(at, |f| f.min(at)));
+        }
+    }
+    known
+}
+
+/// Live hooks fire a moment after the record is written; this much earlier still counts as
+/// the same moment.
+const LIVE_MARGIN_MS: i64 = 2_000;
+
+pub async fn run(args: ImportArgs) -> Result<()> {
+    let summary = import(&args).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "{}{}: {} files, {} sessions, {} records, {} events; published {}, already stored {}, captured live {}, before --since {}",
+            if summary.dry_run { "dry run, " } else { "" },
+            summary.agent,
+            summary.files,
+            summary.sessions,
+            summary.records,
+            summary.events,
+            summary.published,
+            summary.already_stored,
+            summary.captured_live,
+            summary.before_since,
+        );
+        for bad in &summary.bad_lines {
+            println!("skipped {}:{}: {}", bad.file, bad.line, bad.error);
+        }
+        for failed in &summary.failed_files {
+            println!("could not read {failed}");
+        }
+        if summary.partial_files > 0 {
+            println!(
+                "{} files end in a line still being written; it is left for the next import",
+                summary.partial_files
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Run an import and return its summary.
+pub async fn import(args: &ImportArgs) -> Result<Summary> {
+    let started = Instant::now();
+    let agent = crate::hosts_config::agent_name(&args.agent)?;
+    let host = mneme_hook::hosts::find(agent).context("no adapter for this host")?;
+    if agent == "cursor" {
+        bail!(
+            "cursor's transcripts are not documented well enough to import yet; its live hooks capture everything from now on"
+        );
+    }
+    let since = args.since.as_deref().map(since_ms).transpose()?;
+    let project = args
+        .project
+        .as_deref()
+        .map(std::path::absolute)
+        .transpose()?;
+    let mut summary = Summary {
+        agent: agent.to_owned(),
+        dry_run: args.dry_run,
+        ..Default::default()
+    };
+    let mut header = Read::default();
+    let sources = sources(agent, args.path.as_deref(), &mut header)?;
+    summary.bad_lines.extend(header.bad_lines);
+    summary.files = sources.len();
+
+    let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default())?;
+    let db = args.common.db_path();
+    let store = if db.exists() {
+        store::Store::open_read_only(&db).await.ok()
+    } else {
+        None
+    };
+    let jetstream = if args.dry_run {
+        None
+    } else {
+        let client =
+            common::nats::connect(&args.common, "import", std::time::Duration::from_secs(5))
+                .await
+                .context("connecting to nats (is `mneme up` running?)")?;
+        Some(async_nats::jetstream::new(client))
+    };
+    let progress = std::io::stderr().is_terminal() && !args.json;
+
+    for (index, source) in sources.iter().enumerate() {
+        let mut read = Read::default();
+        if let Err(error) = read_source(agent, source, &mut read) {
+            summary
+                .failed_files
+                .push(format!("{}: {error:#}", source_path(source).display()));
+        }
+        summary.bad_lines.extend(read.bad_lines);
+        summary.partial_files += usize::from(read.partial);
+        for session in read.sessions {
+            if let Some(project) = &project
+                && !Path::new(&session.cwd).starts_with(project)
+            {
+                continue;
+            }
+            summary.sessions += 1;
+            summary.records += session.records;
+            let events = prepare(
+                agent,
+                host,
+                &session,
+                since,
+                &sanitizer,
+                &mut summary,
+                store.as_ref(),
+                source_path(source),
+            )
+            .await;
+            if let Some(jetstream) = &jetstream {
+                publish(jetstream, &events).await?;
+            }
+            summary.published += events.len();
+        }
+        if progress {
+            let done = index + 1;
+            let width = 30;
+            let filled = done * width / sources.len().max(1);
+            eprint!(
+                "\r[{}{}] {done}/{} files, {} events ",
+                "#".repeat(filled),
+                " ".repeat(width - filled),
+                sources.len(),
+                summary.events
+            );
+            let _ = std::io::stderr().flush();
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    summary.seconds = started.elapsed().as_secs_f64();
+    summary.records_per_second = summary.records as f64 / summary.seconds.max(1e-9);
+    Ok(summary)
+}
+
+/// The events of one session that are new to the store, normalised by the host's adapter.
+#[allow(clippy::too_many_arguments)]
+async fn prepare(
+    agent: &str,
+    host: &mneme_hook::adapter::Host,
+    session: &Session,
+    since: Option<i64>,
+    sanitizer: &sanitize::Sanitizer,
+    summary: &mut Summary,
+    store: Option<&store::Store>,
+    file: &Path,
+) -> Vec<proto::Event> {
+    let known = known(store, &session.id).await;
+    let now = common::now_ms();
+    let session_ms = session
+        .items
+        .iter()
+        .map(|i| i.at_ms)
+        .find(|&ms| ms > 0)
+        .unwrap_or(0);
+    let mut events = Vec::new();
+    for item in &session.items {
+        if since.is_some_and(|since| item.at_ms < since) {
+            summary.before_since += 1;
+            continue;
+        }
+        summary.events += 1;
+        let id = event_id(agent, &session.id, &item.key, session_ms);
+        if known.ids.contains(&id) {
+            summary.already_stored += 1;
+            continue;
+        }
+        let mut event =
+            mneme_hook::adapter::normalise(host, item.payload.to_string().as_bytes(), sanitizer);
+        let tool_call = match &event.payload {
+            Some(
+                proto::event::Payload::PreTool(t)
+                | proto::event::Payload::PostTool(t)
+                | proto::event::Payload::ToolFailure(t),
+            ) if !t.tool_use_id.is_empty() => {
+                Some((event.kind().to_owned(), t.tool_use_id.clone()))
+            }
+            _ => None,
+        };
+        let live = known
+            .first_live_ms
+            .is_some_and(|first| item.at_ms >= first - LIVE_MARGIN_MS);
+        if live || tool_call.is_some_and(|call| known.tool_calls.contains(&call)) {
+            summary.captured_live += 1;
+            continue;
+        }
+        event.id = id;
+        if item.at_ms > 0 {
+            event.occurred_at_ms = item.at_ms;
+        }
+        event.captured_at_ms = now;
+        // Marks the event as imported, so a later import can tell live capture from its own.
+        let mut extra: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&event.extra_json).unwrap_or_default();
+        extra.insert(
+            "imported_from".to_owned(),
+            file.display().to_string().into(),
+        );
+        event.extra_json = serde_json::Value::Object(extra).to_string();
+        mneme_hook::client::fit(&mut event, sanitizer);
+        events.push(event);
+    }
+    events
+}
+
+/// Publish events with their ids as `Nats-Msg-Id`, many in flight, each acknowledged.
+async fn publish(
+    jetstream: &async_nats::jetstream::Context,
+    events: &[proto::Event],
+) -> Result<()> {
+    for chunk in events.chunks(256) {
+        let mut acks = Vec::with_capacity(chunk.len());
+        for event in chunk {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
+            let span = proto::new_event_id();
+            headers.insert(
+                proto::subjects::TRACEPARENT_HEADER,
+                format!("00-{}-{}-01", event.id, &span[16..]).as_str(),
+            );
+            let ack = jetstream
+                .publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
+                .await
+                .context("publishing an imported event")?;
+            acks.push(ack);
+        }
+        for ack in acks {
+            ack.await
+                .context("waiting for jetstream to acknowledge an imported event")?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, clap::Args)]
+pub struct SessionsArgs {
+    /// Only sessions of this agent host.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Only sessions of this project (its path).
+    #[arg(long)]
+    project: Option<String>,
+    /// At most this many, newest first.
+    #[arg(long, default_value_t = 50)]
+    limit: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// `mneme sessions`.
+pub async fn sessions(args: SessionsArgs) -> Result<()> {
+    let agent = args
+        .agent
+        .as_deref()
+        .map(crate::hosts_config::agent_name)
+        .transpose()?;
+    let db = args.common.db_path();
+    let store = store::Store::open_read_only(&db)
+        .await
+        .with_context(|| format!("opening the store {}", db.display()))?;
+    let rows: Vec<(String, String, String, i64, Option<i64>, i64)> = sqlx::query_as(
+        "SELECT s.id, s.agent, s.project, s.started_at, s.ended_at,
+                (SELECT count(*) FROM observations o WHERE o.session_id = s.id)
+         FROM sessions s
+         WHERE (?1 IS NULL OR s.agent = ?1) AND (?2 IS NULL OR s.project = ?2)
+         ORDER BY s.last_event_at DESC LIMIT ?3",
+    )
+    .bind(agent)
+    .bind(args.project.as_deref())
+    .bind(args.limit)
+    .fetch_all(store.pool())
+    .await?;
+    if args.json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(id, agent, project, start, end, n)| {
+                serde_json::json!({"id": id, "agent": agent, "project": project,
+                    "started_at_ms": start, "ended_at_ms": end, "observations": n})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    if rows.is_empty() {
+        println!("no sessions");
+    }
+    for (id, agent, project, start, end, n) in rows {
+        let end = end.map_or_else(|| "open".to_owned(), format_ms);
+        println!(
+            "{id}  {agent:<11}  {}  → {end}  {n:>5} observations  {project}",
+            format_ms(start)
+        );
+    }
+    Ok(())
+}
+
+/// A Unix-millisecond time as `YYYY-MM-DD HH:MM` UTC.
+fn format_ms(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
