@@ -92,6 +92,7 @@ impl event::Payload {
             P::Notification(_) => "notification",
             P::Unknown(_) => "other",
             P::Invalid(_) => "invalid",
+            P::Memory(_) => "memory",
         }
     }
 }

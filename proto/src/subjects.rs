@@ -41,6 +41,21 @@ pub const RETRIEVAL_CONSUMER: &str = "retrieval";
 /// Queue group retrieval instances share, so each request is answered once.
 pub const RETRIEVAL_QUEUE: &str = "retrieval";
 
+/// Request/reply: drop the memory items of sessions ([`crate::ForgetRequest`] →
+/// [`crate::ForgetReply`]).
+pub const RETRIEVAL_FORGET: &str = "mneme.retrieval.forget";
+
+/// Request/reply, answered by ingest: archive or unarchive sessions
+/// ([`crate::ArchiveSessionsRequest`] → [`crate::SessionsChangedReply`]). Not under
+/// `mneme.ingest.` because [`INGEST_STREAM`] captures `mneme.ingest.>`, and a request captured
+/// by a stream is answered by JetStream's publish ack instead of by ingest.
+pub const SESSIONS_ARCHIVE: &str = "mneme.sessions.archive";
+/// Request/reply, answered by ingest: delete sessions with their observations
+/// ([`crate::DeleteSessionsRequest`] → [`crate::SessionsChangedReply`]).
+pub const SESSIONS_DELETE: &str = "mneme.sessions.delete";
+/// Queue group ingest instances share for session requests.
+pub const INGEST_QUEUE: &str = "ingest";
+
 /// Prefix of what the compressor emits: `mneme.compressor.written.<kind>` carries
 /// [`crate::MemoryWritten`] for kind `structured`, `summary` or `checkpoint`.
 pub const COMPRESSOR_WRITTEN_PREFIX: &str = "mneme.compressor.written";

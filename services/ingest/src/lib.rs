@@ -7,6 +7,9 @@
 //! compaction, then emits `mneme.ingest.stored` and acks. Malformed messages are dead-lettered
 //! on `mneme.dlq.ingest` with the reason, recorded in `dead_letters`, and acked.
 //!
+//! It also answers `mneme.sessions.archive` and `mneme.sessions.delete` ([`sessions`]), because
+//! it owns the tables they change.
+//!
 //! Writes: `sessions`, `observations`, `observations_fts`, `compactions`, `dead_letters`.
 //!
 //! Invariants: a message is acked only after its effects are committed, so a crash redelivers
@@ -14,6 +17,7 @@
 
 mod db;
 mod record;
+pub mod sessions;
 mod worker;
 
 pub use record::{Observation, build_observation};
@@ -97,9 +101,22 @@ pub async fn run(
         .with_context(|| format!("opening store {}", db_path.display()))?;
     let client =
         common::nats::connect(&common, SERVICE, std::time::Duration::from_secs(30)).await?;
+    // The worker ends on shutdown or on an error; the session requests end with it.
+    let sessions_stop = shutdown.child_token();
+    let sessions = tokio::spawn(sessions::serve(
+        client.clone(),
+        store.pool().clone(),
+        sessions_stop.clone(),
+    ));
     let result = worker::Worker::new(client.clone(), store.clone(), sanitizer, args)
         .run(shutdown)
         .await;
+    sessions_stop.cancel();
+    match sessions.await {
+        Ok(Err(error)) => tracing::warn!(error = %format!("{error:#}"), "session requests failed"),
+        Err(error) => tracing::warn!(%error, "session requests task failed"),
+        Ok(Ok(())) => {}
+    }
     if let Err(error) = client.drain().await {
         tracing::warn!(%error, "draining nats failed");
     }

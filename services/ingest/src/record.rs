@@ -113,6 +113,21 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
             input = Some(raw);
             (format!("{} event", or(&event.host_event, "unknown")), body)
         }
+        Some(Payload::Memory(m)) => {
+            let text = clean(sanitizer, &mut report, &m.text);
+            let title = if m.title.trim().is_empty() {
+                first_line(&text)
+            } else {
+                clean(sanitizer, &mut report, &m.title)
+            };
+            // The tags travel in `input`, where retrieval reads a memory's files and concepts.
+            if !m.concepts.is_empty() || !m.files.is_empty() {
+                let mut tags = json!({"concepts": m.concepts, "files": m.files});
+                report.merge(sanitizer.clean_json(&mut tags));
+                input = Some(tags.to_string());
+            }
+            (title, text)
+        }
         // Invalid payloads never reach this point: the worker dead-letters them.
         Some(Payload::Invalid(_)) | None => (
             format!("{} event", or(&event.host_event, "unknown")),

@@ -1,0 +1,309 @@
+//! The api service: mneme's front door, and the only service that speaks HTTP.
+//!
+//! - REST under `/v1` ([`rest`]), described by the OpenAPI document at `/v1/openapi.json`
+//!   ([`openapi`]); `/healthz`, `/readyz` and Prometheus `/metrics`;
+//! - HTTP ingest (`POST /v1/events`, [`events`]) publishing to the same JetStream stream as the
+//!   hook;
+//! - the live stream of what the pipeline writes (`GET /v1/stream`, server-sent events,
+//!   [`stream`]);
+//! - the MCP server ([`mcp`]) over Streamable HTTP at `/mcp` (and over stdio as `mneme mcp`);
+//! - the web dashboard at `/` ([`dashboard`]), plain HTML, CSS and JavaScript embedded in the
+//!   binary.
+//!
+//! It holds no state of its own: questions go to the owning services over NATS request/reply
+//! (search, timeline and get to retrieval; archive and delete of sessions to ingest), and lists
+//! the services have no request for yet are read from the store, opened read-only ([`db`]).
+//! Security is in [`security`]: loopback by default, a token for anything exposed or
+//! destructive, CORS and writes limited to the dashboard's own origin, a rate limit per client,
+//! a body limit, and JSON errors with stable codes ([`error`]).
+
+// The OpenAPI document is one `json!` literal, deeper than the default macro recursion allows.
+#![recursion_limit = "512"]
+
+pub mod dashboard;
+pub mod db;
+pub mod error;
+pub mod events;
+mod extract;
+pub mod mcp;
+mod metrics;
+pub mod openapi;
+pub mod rest;
+pub mod security;
+pub mod stream;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Method, header};
+use common::CommonArgs;
+use error::{ApiError, ApiResult};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Where the api listens unless told otherwise: loopback, on a port of its own.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:7437";
+
+/// The service name, used in subjects and logs.
+pub const SERVICE: &str = "api";
+
+/// How long the api waits for a service to answer a request over NATS.
+const ASK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Configuration of the api binary.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "mneme-api",
+    version,
+    about = "mneme api: REST, live stream, MCP, dashboard"
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+/// The settings specific to the api, also flattened into `mneme up`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ApiArgs {
+    /// Address to listen on. Anything but a loopback address requires `MNEME_API_TOKEN`.
+    #[arg(long = "api-addr", env = "MNEME_API_ADDR", default_value = DEFAULT_ADDR)]
+    pub addr: SocketAddr,
+
+    /// Bearer token for write and destructive endpoints (always), and for every endpoint when
+    /// the api listens beyond loopback. Unset: writes are disabled.
+    #[arg(long = "api-token", env = "MNEME_API_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Requests a minute one client address may make (0: unlimited).
+    #[arg(
+        long = "api-rate-limit",
+        env = "MNEME_API_RATE_LIMIT",
+        default_value_t = 1200
+    )]
+    pub rate_per_minute: u32,
+
+    /// Largest request body accepted, in bytes.
+    #[arg(long = "api-max-body-bytes", env = "MNEME_API_MAX_BODY_BYTES", default_value_t = 1 << 20)]
+    pub max_body_bytes: usize,
+
+    /// Extra origins (comma-separated, for example a reverse proxy's `https://mneme.example`)
+    /// whose pages may call the api, beside the dashboard's own.
+    #[arg(long = "api-origins", env = "MNEME_API_ORIGINS", value_delimiter = ',')]
+    pub origins: Vec<String>,
+}
+
+impl Default for ApiArgs {
+    fn default() -> ApiArgs {
+        ApiArgs {
+            addr: DEFAULT_ADDR.parse().expect("the default address parses"),
+            token: None,
+            rate_per_minute: 1200,
+            max_body_bytes: 1 << 20,
+            origins: Vec::new(),
+        }
+    }
+}
+
+impl ApiArgs {
+    /// Refuse settings that would expose memory: a non-loopback address without a token.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if let Some(token) = &self.token
+            && token.trim().len() < 16
+        {
+            anyhow::bail!("MNEME_API_TOKEN must be at least 16 characters");
+        }
+        if !self.addr.ip().is_loopback() && self.token.is_none() {
+            anyhow::bail!(
+                "the api would listen on {} beyond this machine without a token: set MNEME_API_TOKEN, or listen on 127.0.0.1",
+                self.addr
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What every handler shares. Nothing here is memory: that lives with the services.
+pub struct State {
+    pub nats: async_nats::Client,
+    pub token: Option<String>,
+    /// Whether the api listens on loopback only.
+    pub loopback: bool,
+    pub origins: Vec<axum::http::HeaderValue>,
+    pub limiter: security::RateLimiter,
+    pub metrics: metrics::Metrics,
+    pub sanitizer: sanitize::Sanitizer,
+    pub shutdown: CancellationToken,
+    pub started: Instant,
+    db_path: PathBuf,
+    /// Opened on first use, read-only: the api may start before any service created the store.
+    store: tokio::sync::Mutex<Option<store::Store>>,
+}
+
+impl State {
+    /// The store's read-only pool, opening it on first use.
+    pub async fn pool(&self) -> ApiResult<sqlx::SqlitePool> {
+        let mut store = self.store.lock().await;
+        if let Some(store) = &*store {
+            return Ok(store.pool().clone());
+        }
+        match store::Store::open_read_only(&self.db_path).await {
+            Ok(opened) => {
+                let pool = opened.pool().clone();
+                *store = Some(opened);
+                Ok(pool)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "store not readable yet");
+                Err(ApiError::unavailable(
+                    "the store is not there yet: is ingest running?",
+                ))
+            }
+        }
+    }
+
+    /// Bytes the store takes on disk.
+    pub async fn store_size(&self) -> u64 {
+        self.store
+            .lock()
+            .await
+            .as_ref()
+            .map_or(0, store::Store::size_bytes)
+    }
+
+    /// Ask `service` over NATS, with the current trace in the headers, and decode its reply.
+    pub async fn ask<R: proto::Message + Default>(
+        &self,
+        service: &str,
+        subject: &str,
+        request: &impl proto::Message,
+    ) -> ApiResult<R> {
+        let mut headers = async_nats::HeaderMap::new();
+        common::nats::inject_trace(&mut headers);
+        let ask = async_nats::Request::new()
+            .payload(request.encode_to_vec().into())
+            .headers(headers)
+            .timeout(Some(ASK_TIMEOUT));
+        match self.nats.send_request(subject.to_owned(), ask).await {
+            Ok(reply) => R::decode(reply.payload)
+                .map_err(|e| ApiError::internal(&format!("reading {service}'s reply"), e)),
+            Err(error) => {
+                use async_nats::RequestErrorKind as K;
+                tracing::warn!(%error, service, subject, "request failed");
+                Err(ApiError::unavailable(match error.kind() {
+                    K::NoResponders => format!("{service} is not running"),
+                    K::TimedOut => format!("{service} did not answer in time"),
+                    _ => "nats is unreachable".to_owned(),
+                }))
+            }
+        }
+    }
+}
+
+/// Build the state for an api listening on `addr`.
+pub fn state(
+    nats: async_nats::Client,
+    common: &CommonArgs,
+    args: &ApiArgs,
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+) -> anyhow::Result<Arc<State>> {
+    Ok(Arc::new(State {
+        nats,
+        token: args.token.clone().map(|t| t.trim().to_owned()),
+        loopback: addr.ip().is_loopback(),
+        origins: security::origins(addr, &args.origins),
+        limiter: security::RateLimiter::new(args.rate_per_minute),
+        metrics: metrics::Metrics::default(),
+        sanitizer: sanitize::Sanitizer::new(&sanitize::Config::default())
+            .context("building the sanitizer")?,
+        shutdown,
+        started: Instant::now(),
+        db_path: common.db_path(),
+        store: tokio::sync::Mutex::new(None),
+    }))
+}
+
+/// Every route, with the security, metrics and limit layers.
+pub fn router(state: Arc<State>, max_body_bytes: usize) -> Router {
+    let cors = tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::AllowOrigin::list(state.origins.clone()))
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
+        .max_age(Duration::from_secs(600));
+    rest::routes()
+        .merge(dashboard::routes())
+        .nest_service("/mcp", mcp::http_service(state.clone()))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .fallback(security::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            security::guard,
+        ))
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(cors)
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panicked))
+        .with_state(state)
+}
+
+/// A handler that panicked answers like any other internal error, with nothing of the panic.
+fn panicked(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    ApiError::internal("answering", "a handler panicked").into_response()
+}
+
+/// Listen on the configured address and serve until `shutdown` is cancelled.
+pub async fn run(
+    common: CommonArgs,
+    args: ApiArgs,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    args.check()?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("listening on {}", args.addr))?;
+    serve(common, args, listener, shutdown).await
+}
+
+/// Serve on a listener already bound (tests bind port 0) until `shutdown` is cancelled.
+pub async fn serve(
+    common: CommonArgs,
+    args: ApiArgs,
+    listener: tokio::net::TcpListener,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    args.check()?;
+    let addr = listener.local_addr()?;
+    let client = common::nats::connect(&common, SERVICE, Duration::from_secs(30)).await?;
+    let state = state(client.clone(), &common, &args, addr, shutdown.clone())?;
+    let counters = Arc::new(common::health::Counters::default());
+    counters.set_detail(format!("http://{addr}"));
+    let health = tokio::spawn(common::health::serve(
+        client.clone(),
+        SERVICE,
+        counters,
+        shutdown.clone(),
+    ));
+    tracing::info!(%addr, "api listening");
+    let app = router(state.clone(), args.max_body_bytes);
+    let served = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+    .await;
+    health.abort();
+    let _ = client.drain().await;
+    if let Some(store) = state.store.lock().await.take() {
+        store.close().await;
+    }
+    tracing::info!("api stopped");
+    served.context("serving http")
+}

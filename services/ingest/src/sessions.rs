@@ -1,0 +1,170 @@
+//! Requests to change stored sessions, answered over NATS request/reply because ingest owns
+//! `sessions` and `observations`: archive (or unarchive) and delete. The api asks; nobody else
+//! writes these tables.
+
+use futures::StreamExt as _;
+use proto::{Message as _, subjects};
+use sqlx::SqlitePool;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+/// The most sessions one request may name, so one request cannot hold the write lock for long.
+pub const MAX_SESSIONS_PER_REQUEST: usize = 500;
+
+/// Answer archive and delete requests until `shutdown` is cancelled.
+pub async fn serve(
+    client: async_nats::Client,
+    pool: SqlitePool,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let mut requests = futures::stream::select_all([
+        client
+            .queue_subscribe(
+                subjects::SESSIONS_ARCHIVE,
+                subjects::INGEST_QUEUE.to_owned(),
+            )
+            .await?,
+        client
+            .queue_subscribe(subjects::SESSIONS_DELETE, subjects::INGEST_QUEUE.to_owned())
+            .await?,
+    ]);
+    loop {
+        let message = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            Some(message) = requests.next() => message,
+            else => break,
+        };
+        let Some(reply_to) = message.reply.clone() else {
+            continue;
+        };
+        let span = tracing::info_span!("ingest.sessions", subject = %message.subject);
+        common::nats::continue_trace(&span, message.headers.as_ref());
+        // Requests are answered one at a time: each is one short write transaction, and taking
+        // them in turn keeps them from queueing on the write lock behind each other anyway.
+        let reply = answer(&pool, &message.subject, &message.payload)
+            .instrument(span)
+            .await;
+        if let Err(error) = client.publish(reply_to, reply.encode_to_vec().into()).await {
+            tracing::warn!(%error, "sessions reply failed");
+        }
+    }
+    Ok(())
+}
+
+async fn answer(pool: &SqlitePool, subject: &str, payload: &[u8]) -> proto::SessionsChangedReply {
+    let failed = |error: String| proto::SessionsChangedReply {
+        error,
+        ..Default::default()
+    };
+    let (ids, result) = match subject {
+        subjects::SESSIONS_ARCHIVE => match proto::ArchiveSessionsRequest::decode(payload) {
+            Ok(request) => {
+                let ids = request.session_ids.clone();
+                if let Some(error) = check(&ids) {
+                    return failed(error);
+                }
+                (ids, archive(pool, &request).await)
+            }
+            Err(error) => return failed(format!("request is not an archive request: {error}")),
+        },
+        _ => match proto::DeleteSessionsRequest::decode(payload) {
+            Ok(request) => {
+                let ids = request.session_ids;
+                if let Some(error) = check(&ids) {
+                    return failed(error);
+                }
+                let result = delete(pool, &ids).await;
+                (ids, result)
+            }
+            Err(error) => return failed(format!("request is not a delete request: {error}")),
+        },
+    };
+    match result {
+        Ok(reply) => {
+            tracing::info!(
+                sessions = reply.sessions,
+                observations = reply.observations,
+                asked = ids.len(),
+                "sessions changed"
+            );
+            reply
+        }
+        Err(error) => {
+            tracing::warn!(error = %format!("{error:#}"), "changing sessions failed");
+            failed("changing sessions failed".to_owned())
+        }
+    }
+}
+
+fn check(ids: &[String]) -> Option<String> {
+    if ids.is_empty() {
+        return Some("no session ids".to_owned());
+    }
+    if ids.len() > MAX_SESSIONS_PER_REQUEST {
+        return Some(format!(
+            "at most {MAX_SESSIONS_PER_REQUEST} sessions per request"
+        ));
+    }
+    None
+}
+
+async fn archive(
+    pool: &SqlitePool,
+    request: &proto::ArchiveSessionsRequest,
+) -> anyhow::Result<proto::SessionsChangedReply> {
+    let mut tx = store::begin_write(pool).await?;
+    let mut sessions = 0;
+    for id in &request.session_ids {
+        // Archiving twice keeps the first time, so retention counts from when it was archived.
+        let sql = if request.unarchive {
+            "UPDATE sessions SET archived_at = NULL WHERE id = ?"
+        } else {
+            "UPDATE sessions SET archived_at = coalesce(archived_at, ?2) WHERE id = ?1"
+        };
+        let done = sqlx::query(sql)
+            .bind(id)
+            .bind(common::now_ms())
+            .execute(&mut *tx)
+            .await?;
+        sessions += done.rows_affected() as u32;
+    }
+    tx.commit().await?;
+    Ok(proto::SessionsChangedReply {
+        sessions,
+        ..Default::default()
+    })
+}
+
+async fn delete(pool: &SqlitePool, ids: &[String]) -> anyhow::Result<proto::SessionsChangedReply> {
+    let mut tx = store::begin_write(pool).await?;
+    let mut reply = proto::SessionsChangedReply::default();
+    for id in ids {
+        // The full-text table is contentless, so its rows are deleted by rowid before the
+        // observations that name them.
+        sqlx::query(
+            "DELETE FROM observations_fts WHERE rowid IN
+                 (SELECT id FROM observations WHERE session_id = ?)",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        let observations = sqlx::query("DELETE FROM observations WHERE session_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        sqlx::query("DELETE FROM compactions WHERE session_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let sessions = sqlx::query("DELETE FROM sessions WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        reply.sessions += sessions as u32;
+        reply.observations += observations;
+    }
+    tx.commit().await?;
+    Ok(reply)
+}

@@ -1,0 +1,680 @@
+//! The api over a real socket, against the running system: every REST endpoint, its errors and
+//! its auth.
+
+use crate::harness::App;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const TOKEN: &str = "test-token-0123456789";
+
+fn with_token() -> api::ApiArgs {
+    api::ApiArgs {
+        token: Some(TOKEN.to_owned()),
+        ..Default::default()
+    }
+}
+
+/// A small client for one api.
+pub struct Http {
+    pub base: String,
+    pub client: reqwest::Client,
+    /// The token writes are sent with.
+    pub token: String,
+}
+
+impl Http {
+    pub fn new(base: &str) -> Http {
+        Http {
+            base: base.to_owned(),
+            client: reqwest::Client::new(),
+            token: TOKEN.to_owned(),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap();
+        read(response).await
+    }
+
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        read(request.send().await.unwrap()).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(reqwest::Method::POST, path, Some(&self.token), Some(body))
+            .await
+    }
+}
+
+async fn read(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, body)
+}
+
+/// Assert an error answer: its status and its stable code.
+#[track_caller]
+fn assert_error(answer: &(StatusCode, Value), status: StatusCode, code: &str) {
+    assert_eq!(answer.0, status, "{}", answer.1);
+    assert_eq!(answer.1["error"]["code"], code, "{}", answer.1);
+    assert!(
+        answer.1["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{}",
+        answer.1
+    );
+}
+
+/// Send the events of one small session through `POST /v1/events` and wait until retrieval has
+/// indexed them.
+pub async fn seed(app: &App, http: &Http, session: &str) {
+    let events = json!([
+        {"session_id": session, "kind": "session_start", "agent": "claude-code", "project": "/work/web", "cwd": "/work/web"},
+        {"session_id": session, "kind": "prompt", "agent": "claude-code", "project": "/work/web",
+         "text": "make the websocket reconnect with exponential backoff"},
+        {"session_id": session, "kind": "post_tool", "agent": "claude-code", "project": "/work/web",
+         "tool_name": "Edit", "input": {"file_path": "/work/web/src/socket.rs", "old_string": "retry()", "new_string": "backoff.retry()"},
+         "output": {"success": true}},
+        {"session_id": session, "kind": "memory", "agent": "claude-code", "project": "/work/web",
+         "title": "reconnect policy", "text": "websocket reconnects use exponential backoff capped at thirty seconds",
+         "concepts": ["networking"], "files": ["/work/web/src/socket.rs"]},
+    ]);
+    let (status, body) = http.post("/v1/events", events).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["accepted"].as_array().unwrap().len(), 4);
+    let sql = format!("SELECT count(*) FROM memory_items WHERE session_id = '{session}'");
+    assert!(
+        app.wait_for_count(&sql, 3, Duration::from_secs(30)).await >= 3,
+        "retrieval did not index the session"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_api_answers_every_endpoint_with_its_errors_and_auth() {
+    let mut app = App::start().await;
+    let base = app.start_api(with_token()).await;
+    let http = Http::new(&base);
+    seed(&app, &http, "web-1").await;
+
+    // Health, readiness, metrics and the document.
+    let (status, health) = http.get("/healthz").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(health["status"], "ok");
+    let (status, ready) = http.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{ready}");
+    assert_eq!(ready["status"], "ready", "{ready}");
+    assert_eq!(ready["services"]["retrieval"]["ok"], true);
+    let (status, doc) = http.get("/v1/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.1.0");
+    for path in [
+        "/v1/search",
+        "/v1/timeline/{id}",
+        "/v1/items",
+        "/v1/sessions/{id}",
+        "/v1/events",
+        "/v1/stats",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} is not documented");
+    }
+
+    // Step 1: search, with filters.
+    let (status, found) = http.get("/v1/search?q=websocket%20backoff").await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let hits = found["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{found}");
+    assert!(hits.iter().all(|h| h["session_id"] == "web-1"));
+    let (_, memories) = http
+        .get("/v1/search?q=backoff&kind=memory&concept=networking&project=/work/web")
+        .await;
+    let memories = memories["hits"].as_array().unwrap().clone();
+    assert_eq!(memories.len(), 1, "{memories:?}");
+    assert_eq!(memories[0]["title"], "reconnect policy");
+    let memory_id = memories[0]["id"].as_i64().unwrap();
+    let (_, none) = http.get("/v1/search?q=backoff&project=/elsewhere").await;
+    assert_eq!(none["hits"], json!([]));
+    let (_, by_file) = http
+        .get("/v1/search?q=backoff&file=socket.rs&mode=fts")
+        .await;
+    assert!(!by_file["hits"].as_array().unwrap().is_empty(), "{by_file}");
+    assert_error(
+        &http.get("/v1/search").await,
+        StatusCode::BAD_REQUEST,
+        "missing_parameter",
+    );
+    assert_error(
+        &http.get("/v1/search?q=x&limit=0").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    assert_error(
+        &http.get("/v1/search?q=x&limit=many").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_query",
+    );
+    assert_error(
+        &http.get("/v1/search?q=x&mode=psychic").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    assert_error(
+        &http.get("/v1/search?q=x&min_relevance=NaN").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+
+    // Steps 2 and 3: timeline and get.
+    let (status, timeline) = http
+        .get(&format!("/v1/timeline/{memory_id}?radius=3"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{timeline}");
+    let anchor = timeline["anchor"].as_u64().unwrap() as usize;
+    assert_eq!(timeline["items"][anchor]["id"], memory_id);
+    assert!(timeline["items"].as_array().unwrap().len() >= 2);
+    assert_error(
+        &http.get("/v1/timeline/99999999").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_error(
+        &http.get("/v1/timeline/abc").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_path",
+    );
+    assert_error(
+        &http.get("/v1/timeline/1?radius=51").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    let (status, items) = http.get(&format!("/v1/items?ids={memory_id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        items["items"][0]["files"],
+        json!(["/work/web/src/socket.rs"])
+    );
+    assert_eq!(items["items"][0]["kind"], "memory");
+    let (status, item) = http.get(&format!("/v1/items/{memory_id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(item["text"].as_str().unwrap().contains("thirty seconds"));
+    assert_error(
+        &http.get("/v1/items/99999999").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_error(
+        &http.get("/v1/items?ids=1,x").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    assert_error(
+        &http.get("/v1/items").await,
+        StatusCode::BAD_REQUEST,
+        "missing_parameter",
+    );
+
+    // Sessions, patterns, checkpoints, stats.
+    let (status, sessions) = http.get("/v1/sessions?project=/work/web&limit=10").await;
+    assert_eq!(status, StatusCode::OK, "{sessions}");
+    assert_eq!(sessions["total"], 1);
+    assert_eq!(sessions["sessions"][0]["id"], "web-1");
+    assert_eq!(
+        sessions["sessions"][0]["title"],
+        "make the websocket reconnect with exponential backoff"
+    );
+    let (status, session) = http.get("/v1/sessions/web-1").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(session["observations"].as_array().unwrap().len(), 4);
+    assert_error(
+        &http.get("/v1/sessions/nobody").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_error(
+        &http.get("/v1/sessions?archived=maybe").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    let (status, patterns) = http.get("/v1/patterns?limit=5").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(patterns["patterns"].is_array());
+    assert_error(
+        &http.get("/v1/patterns?kind=astrology").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    let (status, checkpoints) = http.get("/v1/checkpoints?session=web-1").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(checkpoints["checkpoints"].is_array());
+    let (status, stats) = http.get("/v1/stats?days=7").await;
+    assert_eq!(status, StatusCode::OK, "{stats}");
+    assert_eq!(stats["counts"]["sessions"], 1);
+    assert_eq!(stats["counts"]["observations"], 4);
+    assert!(stats["store"]["size_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(stats["projects"][0]["project"], "/work/web");
+    assert_error(
+        &http.get("/v1/stats?days=0").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    assert_error(
+        &http.get("/v1/nothing-here").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+
+    // Writes need the token, JSON, a valid event and the dashboard's origin.
+    use reqwest::Method;
+    let prompt = json!({"session_id": "web-2", "kind": "prompt", "text": "hello"});
+    assert_error(
+        &http
+            .send(Method::POST, "/v1/events", None, Some(prompt.clone()))
+            .await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    assert_error(
+        &http
+            .send(
+                Method::POST,
+                "/v1/events",
+                Some("wrong-token-0123456789"),
+                Some(prompt.clone()),
+            )
+            .await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_token",
+    );
+    let raw = |body: &'static str, content_type: &'static str| {
+        http.client
+            .post(format!("{base}/v1/events"))
+            .bearer_auth(TOKEN)
+            .header("content-type", content_type)
+            .body(body)
+    };
+    assert_error(
+        &read(raw("{}", "text/plain").send().await.unwrap()).await,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+    );
+    assert_error(
+        &read(raw("{not json", "application/json").send().await.unwrap()).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_json",
+    );
+    assert_error(
+        &http
+            .post("/v1/events", json!({"session_id": "s", "kind": "teleport"}))
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_event",
+    );
+    assert_error(
+        &http
+            .post(
+                "/v1/events",
+                json!({"session_id": "s", "kind": "prompt", "text": "x", "colour": "red"}),
+            )
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_event",
+    );
+    assert_error(
+        &http.post("/v1/events", json!([])).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_event",
+    );
+    let huge = json!({"session_id": "s", "kind": "prompt", "text": "x".repeat(2 << 20)});
+    assert_error(
+        &http.post("/v1/events", huge).await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+    );
+    let foreign = http
+        .client
+        .post(format!("{base}/v1/events"))
+        .bearer_auth(TOKEN)
+        .header("origin", "http://evil.example")
+        .json(&prompt)
+        .send()
+        .await
+        .unwrap();
+    assert_error(
+        &read(foreign).await,
+        StatusCode::FORBIDDEN,
+        "origin_not_allowed",
+    );
+    let own = http
+        .client
+        .post(format!("{base}/v1/events"))
+        .bearer_auth(TOKEN)
+        .header("origin", base.as_str())
+        .json(&prompt)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), StatusCode::ACCEPTED);
+
+    // A secret sent over HTTP is scrubbed before it is published, so it never reaches a disk.
+    let secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    http.post(
+        "/v1/events",
+        json!({"session_id": "web-3", "kind": "prompt", "text": format!("use token {secret} to push")}),
+    )
+    .await;
+    app.wait_for_count(
+        "SELECT count(*) FROM observations WHERE session_id = 'web-3'",
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM observations WHERE body LIKE '%{secret}%'"
+        ))
+        .await,
+        0
+    );
+
+    // CORS: the dashboard's own origin is allowed, others get no allowance.
+    let preflight = |origin: &str| {
+        http.client
+            .request(Method::OPTIONS, format!("{base}/v1/events"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .send()
+    };
+    let own = preflight(&base).await.unwrap();
+    assert_eq!(
+        own.headers().get("access-control-allow-origin").unwrap(),
+        base.as_str()
+    );
+    let evil = preflight("http://evil.example").await.unwrap();
+    assert!(evil.headers().get("access-control-allow-origin").is_none());
+
+    // Archive and unarchive, through ingest.
+    let archive = "/v1/sessions/web-1/archive";
+    assert_error(
+        &http.send(Method::POST, archive, None, None).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let (status, body) = http.send(Method::POST, archive, Some(TOKEN), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, listed) = http.get("/v1/sessions?project=/work/web").await;
+    assert_eq!(listed["total"], 0);
+    let (_, listed) = http
+        .get("/v1/sessions?project=/work/web&archived=true")
+        .await;
+    assert_eq!(listed["sessions"][0]["id"], "web-1");
+    assert!(listed["sessions"][0]["archived_at_ms"].as_i64().unwrap() > 0);
+    let (status, _) = http
+        .send(
+            Method::POST,
+            "/v1/sessions/web-1/unarchive",
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, listed) = http.get("/v1/sessions?project=/work/web").await;
+    assert_eq!(listed["total"], 1);
+    assert_error(
+        &http
+            .send(
+                Method::POST,
+                "/v1/sessions/nobody/archive",
+                Some(TOKEN),
+                None,
+            )
+            .await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+
+    // Delete: ingest drops the session, retrieval forgets its memory.
+    assert_error(
+        &http
+            .send(Method::DELETE, "/v1/sessions/web-1", None, None)
+            .await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let (status, deleted) = http
+        .send(Method::DELETE, "/v1/sessions/web-1", Some(TOKEN), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    assert_eq!(deleted["observations"], 4);
+    assert!(deleted["memory_items"].as_u64().unwrap() >= 3);
+    assert_error(
+        &http.get("/v1/sessions/web-1").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    let (_, found) = http
+        .get("/v1/search?q=websocket%20backoff&session=web-1")
+        .await;
+    assert_eq!(found["hits"], json!([]), "{found}");
+    assert_eq!(
+        app.count("SELECT count(*) FROM observations WHERE session_id = 'web-1'")
+            .await,
+        0
+    );
+    assert_error(
+        &http
+            .send(Method::DELETE, "/v1/sessions/web-1", Some(TOKEN), None)
+            .await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+
+    // Metrics saw all of it, by route.
+    let metrics = http
+        .client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "mneme_api_requests_total{method=\"GET\",route=\"/v1/search\",status=\"200\"}"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("mneme_api_events_published_total"));
+    assert!(metrics.contains("mneme_nats_connected 1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_without_a_token_refuses_writes_and_rate_limits() {
+    let mut app = App::start_core().await;
+    let base = app
+        .start_api(api::ApiArgs {
+            rate_per_minute: 5,
+            ..Default::default()
+        })
+        .await;
+    let http = Http::new(&base);
+    assert_error(
+        &http
+            .post(
+                "/v1/events",
+                json!({"session_id": "s", "kind": "prompt", "text": "x"}),
+            )
+            .await,
+        StatusCode::FORBIDDEN,
+        "token_required",
+    );
+    // Health probes are never limited; everything else is, per client.
+    for _ in 0..10 {
+        assert_eq!(http.get("/healthz").await.0, StatusCode::OK);
+    }
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(http.get("/v1/stats").await);
+    }
+    let limited = statuses.last().unwrap();
+    assert_error(limited, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+    let response = http
+        .client
+        .get(format!("{base}/v1/stats"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().get("retry-after").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_beyond_loopback_needs_the_token_for_everything() {
+    let refused = api::ApiArgs {
+        addr: "0.0.0.0:7437".parse().unwrap(),
+        ..Default::default()
+    };
+    let error = refused.check().unwrap_err().to_string();
+    assert!(error.contains("MNEME_API_TOKEN"), "{error}");
+
+    let mut app = App::start_core().await;
+    let base = app.start_api_on("0.0.0.0:0", with_token()).await;
+    let http = Http::new(&base);
+    assert_eq!(http.get("/healthz").await.0, StatusCode::OK);
+    assert_error(
+        &http.get("/v1/stats").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    assert_error(
+        &http.get("/metrics").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let (status, _) = http
+        .send(reqwest::Method::GET, "/v1/stats", Some(TOKEN), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// Read a server-sent event stream until `wanted` appears in it, within `timeout`.
+pub async fn read_until(
+    response: &mut reqwest::Response,
+    seen: &mut String,
+    wanted: &str,
+    timeout: Duration,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !seen.contains(wanted) {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => return false,
+        }
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_stream_sends_what_the_pipeline_writes_as_it_is_written() {
+    let mut app = App::start().await;
+    let base = app.start_api(with_token()).await;
+    let http = Http::new(&base);
+    let mut live = http
+        .client
+        .get(format!(
+            "{base}/v1/stream?kinds=observation,summary,pattern"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), StatusCode::OK);
+    assert!(
+        live.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let mut seen = String::new();
+    assert!(
+        read_until(
+            &mut live,
+            &mut seen,
+            "event: ready",
+            Duration::from_secs(10)
+        )
+        .await,
+        "{seen}"
+    );
+
+    // A prompt and a session end: the observation, then the compressor's summary, arrive live.
+    let (status, _) = http
+        .post(
+            "/v1/events",
+            json!([
+                {"session_id": "live-1", "kind": "prompt", "project": "/work/live", "text": "rename the config loader"},
+                {"session_id": "live-1", "kind": "session_end", "project": "/work/live", "reason": "exit"},
+            ]),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert!(
+        read_until(
+            &mut live,
+            &mut seen,
+            "rename the config loader",
+            Duration::from_secs(30)
+        )
+        .await,
+        "{seen}"
+    );
+    assert!(seen.contains("event: observation"), "{seen}");
+    assert!(
+        read_until(
+            &mut live,
+            &mut seen,
+            "event: summary",
+            Duration::from_secs(30)
+        )
+        .await,
+        "{seen}"
+    );
+    assert!(
+        !seen.contains("event: structured"),
+        "a filtered kind arrived: {seen}"
+    );
+
+    // The gauge counts the client while it is connected.
+    let (_, metrics) = http.get("/metrics").await;
+    assert!(
+        metrics
+            .as_str()
+            .unwrap()
+            .contains("mneme_api_stream_clients 1"),
+        "{metrics}"
+    );
+    assert_error(
+        &http.get("/v1/stream?kinds=gossip").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    drop(live);
+}
