@@ -204,6 +204,31 @@ impl App {
         }
     }
 
+    /// Start the api on a free loopback port with these settings; returns its base URL.
+    pub async fn start_api(&mut self, args: api::ApiArgs) -> String {
+        self.start_api_on("127.0.0.1:0", args).await
+    }
+
+    /// Start the api listening on `addr` (port 0 for a free one); returns a loopback base URL.
+    pub async fn start_api_on(&mut self, addr: &str, args: api::ApiArgs) -> String {
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        self.services.push(tokio::spawn(api::serve(
+            self.common.clone(),
+            args,
+            listener,
+            self.shutdown.clone(),
+        )));
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let up = wait_until(Duration::from_secs(30), || async {
+            http.get(format!("{base}/healthz")).send().await.is_ok()
+        })
+        .await;
+        assert!(up.is_ok(), "the api did not answer /healthz");
+        base
+    }
+
     /// Stop the in-process services gracefully and wait for them.
     pub async fn stop_services(&mut self) {
         self.shutdown.cancel();
@@ -250,10 +275,23 @@ impl App {
 
     /// Run `mneme-hook claude-code` with `payload` on stdin, as Claude Code would.
     pub fn hook(&self, payload: &[u8]) -> (Output, Duration) {
+        self.hook_as("claude-code", payload, &[])
+    }
+
+    /// Run `mneme-hook <host>` with `payload` on stdin and `env` added to the app's
+    /// environment; never as if Cursor ran it, whatever the test runner's environment says.
+    pub fn hook_as(
+        &self,
+        host: &str,
+        payload: &[u8],
+        env: &[(&str, String)],
+    ) -> (Output, Duration) {
         let started = Instant::now();
         let mut child = Command::new(binary("mneme-hook"))
-            .arg("claude-code")
+            .arg(host)
             .envs(self.env())
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .env_remove("CURSOR_VERSION")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -4,8 +4,14 @@
 //!
 //! Set `TEST_LOG=1` to see the services' logs.
 
+mod api;
+mod browser;
 mod harness;
 mod hostile;
+mod hosts;
+mod import;
+mod install;
+mod mcp;
 mod memory;
 mod pipeline;
 mod retrieval;

@@ -292,11 +292,17 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
         .local_addr()
         .unwrap()
         .port();
+    let api_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut up = std::process::Command::new(crate::harness::binary("mneme"))
         .arg("up")
         .env_remove("MNEME_NATS_URL")
         .env("MNEME_HOME", home.path())
         .env("MNEME_NATS_PORT", port.to_string())
+        .env("MNEME_API_ADDR", format!("127.0.0.1:{api_port}"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::fs::File::create(home.path().join("up.log")).unwrap())
         .spawn()
@@ -354,6 +360,18 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
     }
     assert_eq!(last["services"]["ingest"]["ok"], true);
     assert_eq!(last["spooled"], 0);
+    // The api is served too, and sees the same store.
+    assert_eq!(last["services"]["api"]["ok"], true, "{last}");
+    let mut http = std::net::TcpStream::connect(("127.0.0.1", api_port)).unwrap();
+    std::io::Write::write_all(
+        &mut http,
+        b"GET /v1/sessions HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut http, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"id\":\"up\""), "{answer}");
 
     // SIGTERM: everything stops, the local nats-server included.
     std::process::Command::new("kill")

@@ -5,10 +5,14 @@
 //! - `mneme status` shows counts and service health;
 //! - `mneme search`, `timeline`, `get` and `context` read memory the way an agent does;
 //! - `mneme hooks install|uninstall|status` wires agent hosts to `mneme-hook`;
-//! - `mneme export --markdown` writes MEMORY.md and HISTORY.md per project.
+//! - `mneme export --markdown` writes MEMORY.md and HISTORY.md per project;
+//! - `mneme mcp` serves the MCP tools over stdio for an agent host.
 
 mod export;
 mod hooks;
+mod hosts_config;
+mod import;
+mod import_formats;
 mod memory;
 mod nats_server;
 mod status;
@@ -31,7 +35,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run every service in this process until interrupted.
-    Up(up::UpArgs),
+    Up(Box<up::UpArgs>),
     /// Show what is stored and which services answer.
     Status {
         #[command(flatten)]
@@ -55,19 +59,45 @@ enum Command {
         #[command(subcommand)]
         command: hooks::HooksCommand,
     },
+    /// Backfill past sessions from an agent host's own files.
+    Import(import::ImportArgs),
+    /// List stored sessions.
+    Sessions(import::SessionsArgs),
+    /// Serve mneme's MCP tools over stdio (no subcommand), or register them with agent hosts.
+    Mcp {
+        /// Without a subcommand: serve the tools over stdin and stdout, for a host to spawn.
+        #[command(subcommand)]
+        command: Option<hooks::McpCommand>,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Up(args) => up::run(args).await,
+        Command::Up(args) => up::run(*args).await,
         Command::Status { common, json } => status::status(&common, json).await,
         Command::Search(args) => memory::search(args).await,
         Command::Timeline(args) => memory::timeline(args).await,
         Command::Get(args) => memory::get(args).await,
         Command::Context(args) => memory::context(args).await,
         Command::Export(args) => export::run(args).await,
-        Command::Hooks { command } => hooks::run(command),
+        Command::Hooks { command } => hooks::run(command).await,
+        Command::Mcp {
+            command: Some(command),
+            ..
+        } => hooks::run_mcp(command),
+        Command::Mcp {
+            command: None,
+            common,
+        } => {
+            // Logs go to stderr: stdout is the protocol.
+            let _telemetry = common::telemetry::init("mcp", &common.log_format, None);
+            api::mcp::stdio(common).await
+        }
+        Command::Import(args) => import::run(args).await,
+        Command::Sessions(args) => import::sessions(args).await,
     }
 }

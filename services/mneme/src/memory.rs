@@ -340,6 +340,8 @@ async fn local_searcher(common: &CommonArgs) -> anyhow::Result<Searcher> {
     Ok(Searcher {
         pool: store.pool().clone(),
         vectors: None,
+        // Never loaded: a one-off search is answered by FTS5 without reading every item.
+        lexical: Default::default(),
         tuning: Default::default(),
     })
 }

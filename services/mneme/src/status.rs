@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Services whose health `status` reports.
-const SERVICES: [&str; 4] = ["ingest", "retrieval", "compressor", "pattern"];
+const SERVICES: [&str; 5] = ["ingest", "retrieval", "compressor", "pattern", "api"];
 
 pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
     let report = collect(common).await;

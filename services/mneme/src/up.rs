@@ -21,6 +21,9 @@ pub struct UpArgs {
     #[command(flatten)]
     pattern: pattern::PatternArgs,
 
+    #[command(flatten)]
+    api: api::ApiArgs,
+
     /// The nats-server binary to start when `MNEME_NATS_URL` is not set.
     #[arg(long, env = "MNEME_NATS_SERVER")]
     nats_server: Option<PathBuf>,
@@ -37,11 +40,14 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         retrieval: retrieval_args,
         compressor: compressor_args,
         pattern: pattern_args,
+        api: api_args,
         nats_server,
         nats_port,
     } = args;
     let _telemetry =
         common::telemetry::init("mneme", &common.log_format, common.otel_endpoint.as_deref());
+    // Checked before anything starts, so a refused api setting stops `up` with its reason.
+    api_args.check()?;
     let shutdown = common::shutdown::on_signals();
 
     let url_configured = std::env::var_os("MNEME_NATS_URL").is_some_and(|v| !v.is_empty())
@@ -57,12 +63,14 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         tracing::info!(url = %server.url, store = %store_dir.display(), "started local nats-server");
         local = Some(server);
     }
+    // One write, so a reader that takes only the first line cannot make a later print fail.
     println!(
-        "mneme is up: nats {}, store {}",
+        "mneme is up: nats {}, store {}\napi and dashboard on http://{} (MCP at /mcp)\nhooks publish to {}; stop with ctrl-c",
         common.nats_url,
-        common.db_path().display()
+        common.db_path().display(),
+        api_args.addr,
+        common.nats_url
     );
-    println!("hooks publish to {}; stop with ctrl-c", common.nats_url);
 
     tokio::spawn(drain_spool(common.nats_url.clone(), shutdown.clone()));
     let result = tokio::try_join!(
@@ -70,6 +78,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         retrieval::run(common.clone(), retrieval_args, shutdown.clone()),
         compressor::run(common.clone(), compressor_args, shutdown.clone()),
         pattern::run(common.clone(), pattern_args, shutdown.clone()),
+        api::run(common.clone(), api_args, shutdown.clone()),
     );
     // Whichever way the services ended, the others must stop too.
     shutdown.cancel();

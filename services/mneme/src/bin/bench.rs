@@ -1,7 +1,9 @@
 //! `mneme-bench NAME`: benchmarks that print figures; the last line is `NAME: key=value ...`.
 //!
-//! - `hook`: process start to exit of the release `mneme-hook` on a typical PostToolUse payload,
-//!   with NATS up and with NATS down.
+//! - `hook [--agent HOST|all]`: process start to exit of the release `mneme-hook` on a typical
+//!   tool-call payload of that host (Claude Code by default), with NATS up and with NATS down.
+//! - `import`: records per second of `mneme import claude-code` on the real transcripts, read to
+//!   acknowledged publish, and to stored rows.
 //! - `ingest`: sustained events per second through NATS into SQLite with sanitisation on, and
 //!   end-to-end lag (hook capture time to committed row) at a steady rate.
 //!
@@ -34,12 +36,32 @@ use tokio_util::sync::CancellationToken;
 async fn main() -> anyhow::Result<()> {
     let name = std::env::args().nth(1).unwrap_or_default();
     match name.as_str() {
-        "hook" => hook().await,
+        "hook" => {
+            let args: Vec<String> = std::env::args().collect();
+            let agent = args
+                .iter()
+                .position(|a| a == "--agent")
+                .and_then(|i| args.get(i + 1))
+                .map_or("claude-code", String::as_str);
+            if agent == "all" {
+                let mut worst: f64 = 0.0;
+                for host in mneme_hook::hosts::HOSTS {
+                    worst = worst.max(hook(host.name).await?);
+                }
+                println!("hook: agents=all worst_p99_ms={worst:.2}");
+                Ok(())
+            } else {
+                hook(agent).await.map(|_| ())
+            }
+        }
+        "import" => import_bench().await,
         "ingest" => ingest().await,
         "locomo" => retrieval_bench::locomo().await,
         "search" => retrieval_bench::search().await,
         "compress" => compress_bench::compress().await,
-        _ => anyhow::bail!("usage: mneme-bench hook|ingest|locomo|search|compress"),
+        _ => anyhow::bail!(
+            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress"
+        ),
     }
 }
 
@@ -115,6 +137,11 @@ fn sorted(mut values: Vec<f64>) -> Vec<f64> {
 
 /// The release hook binary next to this one, built first if needed.
 fn hook_binary() -> anyhow::Result<PathBuf> {
+    release_binary("mneme-hook")
+}
+
+/// A release binary of the workspace next to this one, built first if needed.
+fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe.parent().context("bench binary has no directory")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
@@ -122,16 +149,16 @@ fn hook_binary() -> anyhow::Result<PathBuf> {
     let mut build = Command::new(cargo);
     build
         .current_dir(root)
-        .args(["build", "--quiet", "--bin", "mneme-hook"])
+        .args(["build", "--quiet", "--bin", name])
         // `cargo run` sets CARGO_MANIFEST_DIR, which some build scripts watch: without this the
         // hook build would rebuild them.
         .env_remove("CARGO_MANIFEST_DIR");
     if dir.ends_with("release") {
         build.arg("--release");
     }
-    let status = build.status().context("building mneme-hook")?;
-    anyhow::ensure!(status.success(), "building mneme-hook failed");
-    Ok(dir.join("mneme-hook"))
+    let status = build.status().with_context(|| format!("building {name}"))?;
+    anyhow::ensure!(status.success(), "building {name} failed");
+    Ok(dir.join(name))
 }
 
 fn typical_payload(i: usize) -> Vec<u8> {
@@ -153,10 +180,37 @@ fn typical_payload(i: usize) -> Vec<u8> {
     .into_bytes()
 }
 
-fn run_hook(binary: &Path, env: &[(&str, String)], payload: &[u8]) -> anyhow::Result<f64> {
+/// A typical tool-call payload of `agent`: Claude Code's own, or the host's fixture with a
+/// unique marker so no two runs send the same bytes.
+fn host_payload(agent: &str, i: usize) -> anyhow::Result<Vec<u8>> {
+    let file = match agent {
+        "claude-code" => return Ok(typical_payload(i)),
+        "cursor" => "cursor/postToolUse.json",
+        "kiro" => "kiro/postToolUse.json",
+        "gemini" => "gemini/AfterTool.json",
+        "kimi" => "kimi/PostToolUse.json",
+        "codex" => "codex/PostToolUse.json",
+        other => anyhow::bail!("unknown agent {other:?}"),
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hosts")
+        .join(file);
+    let mut payload: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+    )?;
+    payload["tool_input"]["bench_run"] = i.into();
+    Ok(payload.to_string().into_bytes())
+}
+
+fn run_hook(
+    binary: &Path,
+    agent: &str,
+    env: &[(&str, String)],
+    payload: &[u8],
+) -> anyhow::Result<f64> {
     let started = Instant::now();
     let mut child = Command::new(binary)
-        .arg("claude-code")
+        .arg(agent)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -169,7 +223,8 @@ fn run_hook(binary: &Path, env: &[(&str, String)], payload: &[u8]) -> anyhow::Re
     Ok(took)
 }
 
-async fn hook() -> anyhow::Result<()> {
+/// Returns the p99 with NATS up, in milliseconds.
+async fn hook(agent: &str) -> anyhow::Result<f64> {
     let runs: usize = std::env::var("MNEME_BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -181,11 +236,16 @@ async fn hook() -> anyhow::Result<()> {
         ("MNEME_HOME", bed.home.path().display().to_string()),
     ];
     for i in 0..20 {
-        run_hook(&binary, &env, &typical_payload(i))?;
+        run_hook(&binary, agent, &env, &host_payload(agent, i)?)?;
     }
     let mut up = Vec::with_capacity(runs);
     for i in 0..runs {
-        up.push(run_hook(&binary, &env, &typical_payload(1000 + i))?);
+        up.push(run_hook(
+            &binary,
+            agent,
+            &env,
+            &host_payload(agent, 1000 + i)?,
+        )?);
     }
     let spool = bed.home.path().join("spool");
     anyhow::ensure!(
@@ -206,7 +266,12 @@ async fn hook() -> anyhow::Result<()> {
     }
     let mut down = Vec::with_capacity(runs);
     for i in 0..runs {
-        down.push(run_hook(&binary, &env, &typical_payload(10_000 + i))?);
+        down.push(run_hook(
+            &binary,
+            agent,
+            &env,
+            &host_payload(agent, 10_000 + i)?,
+        )?);
     }
     anyhow::ensure!(
         has_spooled(&spool),
@@ -222,11 +287,61 @@ async fn hook() -> anyhow::Result<()> {
     );
     bed.stop().await;
     println!(
-        "hook: p50_ms={:.2} p99_ms={:.2} down_p50_ms={:.2} down_p99_ms={:.2} runs={runs}",
+        "hook: agent={agent} p50_ms={:.2} p99_ms={:.2} down_p50_ms={:.2} down_p99_ms={:.2} runs={runs}",
         percentile(&up, 50.0),
         percentile(&up, 99.0),
         percentile(&down, 50.0),
         percentile(&down, 99.0)
+    );
+    Ok(percentile(&up, 99.0))
+}
+
+/// `mneme import claude-code` on the real transcripts into a fresh store, with ingest running.
+async fn import_bench() -> anyhow::Result<()> {
+    let mneme = release_binary("mneme")?;
+    let transcripts =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/claude-code-transcripts");
+    anyhow::ensure!(
+        transcripts.is_dir(),
+        "{} is missing: clone the repository with ../shared beside it",
+        transcripts.display()
+    );
+    let bed = Bed::start(true).await?;
+    let started = Instant::now();
+    let output = Command::new(&mneme)
+        .args(["import", "claude-code", "--json", "--path"])
+        .arg(&transcripts)
+        .env("MNEME_NATS_URL", &bed.common.nats_url)
+        .env("MNEME_HOME", bed.home.path())
+        .env("MNEME_DB", bed.common.db_path())
+        .output()?;
+    anyhow::ensure!(
+        output.status.success(),
+        "mneme import failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let published_after = started.elapsed().as_secs_f64();
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let records = summary["records"].as_f64().unwrap_or_default();
+    let events = summary["published"].as_i64().unwrap_or_default();
+    let store = store::Store::open(&bed.common.db_path()).await?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while count(&store).await? < events && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stored_after = started.elapsed().as_secs_f64();
+    let stored = count(&store).await?;
+    bed.stop().await;
+    println!(
+        "files={} sessions={} records={records} events={events} stored={stored}",
+        summary["files"], summary["sessions"]
+    );
+    println!(
+        "import: records_per_s={:.0} records_per_s_to_stored={:.0} events_per_s={:.0} in_process_records_per_s={:.0}",
+        records / published_after,
+        records / stored_after,
+        events as f64 / published_after,
+        summary["records_per_second"].as_f64().unwrap_or_default()
     );
     Ok(())
 }
