@@ -2,10 +2,10 @@
 //! from a search or a list of item ids, list, read, export as Markdown, JSON or plain text,
 //! ask a question over one, delete. The MCP tools call the same functions.
 
+use crate::State;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Path, Query};
 use crate::rest::{self, SearchParams};
-use crate::State;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -157,9 +157,9 @@ pub async fn run_get(state: &State, id: i64) -> ApiResult<(proto::Collection, Ve
     if !reply.error.is_empty() {
         return Err(refused(reply.error, &reply.error_code));
     }
-    let collection = reply
-        .collection
-        .ok_or_else(|| ApiError::internal("reading a collection", "retrieval sent no collection"))?;
+    let collection = reply.collection.ok_or_else(|| {
+        ApiError::internal("reading a collection", "retrieval sent no collection")
+    })?;
     Ok((collection, reply.items))
 }
 

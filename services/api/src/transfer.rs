@@ -529,7 +529,9 @@ async fn import(state: AppState, body: Body) -> ApiResult<Json<Value>> {
     pending.send_records(&state, &mut done).await?;
     pending.send_items(&state, &mut done).await?;
     if done.lines == 0 {
-        return Err(bad_line("the body holds no lines: send an export from /v1/export"));
+        return Err(bad_line(
+            "the body holds no lines: send an export from /v1/export",
+        ));
     }
     Ok(Json(json!({
         "lines": done.lines,
@@ -589,7 +591,11 @@ fn retention_json(reply: &proto::RetentionReply) -> Value {
     })
 }
 
-async fn ask_retention(state: &State, subject: &str, request: &impl proto::Message) -> ApiResult<proto::RetentionReply> {
+async fn ask_retention(
+    state: &State,
+    subject: &str,
+    request: &impl proto::Message,
+) -> ApiResult<proto::RetentionReply> {
     let reply: proto::RetentionReply = state.ask("ingest", subject, request).await?;
     if !reply.error.is_empty() {
         return Err(ApiError::unavailable(format!(
@@ -601,7 +607,12 @@ async fn ask_retention(state: &State, subject: &str, request: &impl proto::Messa
 }
 
 async fn retention(state: AppState) -> ApiResult<Json<Value>> {
-    let reply = ask_retention(&state, subjects::RETENTION_GET, &proto::RetentionGetRequest {}).await?;
+    let reply = ask_retention(
+        &state,
+        subjects::RETENTION_GET,
+        &proto::RetentionGetRequest {},
+    )
+    .await?;
     Ok(Json(retention_json(&reply)))
 }
 
@@ -623,7 +634,10 @@ fn run_json(reply: &proto::RetentionReply) -> Value {
 async fn set_retention(state: AppState, Json(input): Json<RetentionIn>) -> ApiResult<Json<Value>> {
     for (name, value) in [
         ("archive_after_days", input.archive_after_days),
-        ("delete_archived_after_days", input.delete_archived_after_days),
+        (
+            "delete_archived_after_days",
+            input.delete_archived_after_days,
+        ),
     ] {
         if value.is_some_and(|v| v > 36_500) {
             return Err(ApiError::unprocessable(
@@ -632,10 +646,14 @@ async fn set_retention(state: AppState, Json(input): Json<RetentionIn>) -> ApiRe
             ));
         }
     }
-    let current = ask_retention(&state, subjects::RETENTION_GET, &proto::RetentionGetRequest {})
-        .await?
-        .settings
-        .unwrap_or_default();
+    let current = ask_retention(
+        &state,
+        subjects::RETENTION_GET,
+        &proto::RetentionGetRequest {},
+    )
+    .await?
+    .settings
+    .unwrap_or_default();
     let request = proto::RetentionSetRequest {
         archive_after_days: input
             .archive_after_days
@@ -649,7 +667,12 @@ async fn set_retention(state: AppState, Json(input): Json<RetentionIn>) -> ApiRe
 }
 
 async fn apply_retention(state: AppState) -> ApiResult<Json<Value>> {
-    let reply = ask_retention(&state, subjects::RETENTION_APPLY, &proto::RetentionApplyRequest {}).await?;
+    let reply = ask_retention(
+        &state,
+        subjects::RETENTION_APPLY,
+        &proto::RetentionApplyRequest {},
+    )
+    .await?;
     Ok(Json(run_json(&reply)))
 }
 
@@ -659,19 +682,29 @@ mod tests {
 
     #[test]
     fn every_line_type_reads_back() {
-        let session = line("session", &SessionLine {
-            id: "s".into(),
-            ended_at_ms: Some(3),
-            ..Default::default()
-        });
+        let session = line(
+            "session",
+            &SessionLine {
+                id: "s".into(),
+                ended_at_ms: Some(3),
+                ..Default::default()
+            },
+        );
         assert!(matches!(
             serde_json::from_str::<Line>(&session).unwrap(),
-            Line::Session(SessionLine { ended_at_ms: Some(3), .. })
+            Line::Session(SessionLine {
+                ended_at_ms: Some(3),
+                ..
+            })
         ));
         let item = line("memory_item", &ItemLine::default());
-        assert!(matches!(serde_json::from_str::<Line>(&item).unwrap(), Line::MemoryItem(_)));
         assert!(matches!(
-            serde_json::from_str::<Line>(r#"{"type":"mneme","format":1,"exported_at_ms":5}"#).unwrap(),
+            serde_json::from_str::<Line>(&item).unwrap(),
+            Line::MemoryItem(_)
+        ));
+        assert!(matches!(
+            serde_json::from_str::<Line>(r#"{"type":"mneme","format":1,"exported_at_ms":5}"#)
+                .unwrap(),
             Line::Mneme { format: 1 }
         ));
         assert!(serde_json::from_str::<Line>(r#"{"type":"secret"}"#).is_err());

@@ -149,7 +149,10 @@ async fn set(pool: &SqlitePool, request: &proto::RetentionSetRequest) -> anyhow:
 }
 
 /// Apply the policy now; the reply says what this run archived and deleted.
-pub async fn apply(client: &async_nats::Client, pool: &SqlitePool) -> anyhow::Result<RetentionReply> {
+pub async fn apply(
+    client: &async_nats::Client,
+    pool: &SqlitePool,
+) -> anyhow::Result<RetentionReply> {
     let policy = settings(pool).await?;
     let now = common::now_ms();
     let mut archived = 0;
@@ -222,10 +225,7 @@ async fn forget(client: &async_nats::Client, ids: &[String]) -> Result<(), Strin
     let request = proto::ForgetRequest {
         session_ids: ids.to_vec(),
     };
-    let asked = client.request(
-        subjects::RETRIEVAL_FORGET,
-        request.encode_to_vec().into(),
-    );
+    let asked = client.request(subjects::RETRIEVAL_FORGET, request.encode_to_vec().into());
     let reply = match tokio::time::timeout(FORGET_TIMEOUT, asked).await {
         Ok(Ok(reply)) => reply,
         Ok(Err(error)) => return Err(format!("retrieval could not be asked to forget: {error}")),

@@ -1,6 +1,6 @@
 //! Requests to change stored sessions, answered over NATS request/reply because ingest owns
-//! `sessions` and `observations`: archive (or unarchive) and delete. The api asks; nobody else
-//! writes these tables.
+//! `sessions` and `observations`: archive (or unarchive), delete, and import (see
+//! [`crate::import`]). The api asks; nobody else writes these tables.
 
 use futures::StreamExt as _;
 use proto::{Message as _, subjects};
@@ -11,7 +11,7 @@ use tracing::Instrument as _;
 /// The most sessions one request may name, so one request cannot hold the write lock for long.
 pub const MAX_SESSIONS_PER_REQUEST: usize = 500;
 
-/// Answer archive and delete requests until `shutdown` is cancelled.
+/// Answer archive, delete and import requests until `shutdown` is cancelled.
 pub async fn serve(
     client: async_nats::Client,
     pool: SqlitePool,
@@ -184,7 +184,10 @@ async fn archive(
     })
 }
 
-pub(crate) async fn delete(pool: &SqlitePool, ids: &[String]) -> anyhow::Result<proto::SessionsChangedReply> {
+pub(crate) async fn delete(
+    pool: &SqlitePool,
+    ids: &[String],
+) -> anyhow::Result<proto::SessionsChangedReply> {
     let mut tx = store::begin_write(pool).await?;
     let mut reply = proto::SessionsChangedReply::default();
     for id in ids {

@@ -224,7 +224,10 @@ pub async fn list(
 }
 
 /// One collection with its whole items, in order.
-pub async fn get(pool: &SqlitePool, request: &CollectionRequest) -> Result<CollectionReply, Refused> {
+pub async fn get(
+    pool: &SqlitePool,
+    request: &CollectionRequest,
+) -> Result<CollectionReply, Refused> {
     let collection = find(pool, request.id).await?;
     let ids = item_ids(pool, request.id).await?;
     let mut items = Vec::with_capacity(ids.len());

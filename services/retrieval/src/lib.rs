@@ -637,8 +637,7 @@ async fn answer(
         .encode_to_vec(),
         subjects::RETRIEVAL_IMPORT => match proto::ImportItemsRequest::decode(payload) {
             Ok(request) => {
-                match index::import_items(&searcher.pool, &searcher.lexical, &request.items).await
-                {
+                match index::import_items(&searcher.pool, &searcher.lexical, &request.items).await {
                     Ok((imported, skipped)) => {
                         if let Some(vectors) = &searcher.vectors {
                             vectors.wake.notify_one();
