@@ -264,7 +264,7 @@ pub fn render(collection: &proto::Collection, items: &[proto::Item], format: For
             if !collection.description.is_empty() {
                 let _ = write!(out, "{}\n\n", collection.description);
             }
-            let _ = write!(out, "_{} items{origin}._\n", items.len());
+            let _ = writeln!(out, "_{} items{origin}._", items.len());
             for item in items {
                 let _ = write!(
                     out,
