@@ -135,6 +135,12 @@ async fn rest_api_answers_every_endpoint_with_its_errors_and_auth() {
         "/v1/sessions/{id}",
         "/v1/events",
         "/v1/stats",
+        "/v1/collections",
+        "/v1/collections/{id}/export",
+        "/v1/collections/{id}/ask",
+        "/v1/export",
+        "/v1/import",
+        "/v1/retention",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} is not documented");
     }
