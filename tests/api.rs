@@ -135,6 +135,12 @@ async fn rest_api_answers_every_endpoint_with_its_errors_and_auth() {
         "/v1/sessions/{id}",
         "/v1/events",
         "/v1/stats",
+        "/v1/collections",
+        "/v1/collections/{id}/export",
+        "/v1/collections/{id}/ask",
+        "/v1/export",
+        "/v1/import",
+        "/v1/retention",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} is not documented");
     }
@@ -677,4 +683,603 @@ async fn live_stream_sends_what_the_pipeline_writes_as_it_is_written() {
         "invalid_parameter",
     );
     drop(live);
+}
+
+/// Every row of a table as JSON arrays, in a stable order, for comparing two stores.
+async fn rows(app: &App, sql: &str) -> Vec<String> {
+    let store = app.store().await;
+    let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_all(store.pool())
+        .await
+        .unwrap();
+    rows.into_iter().map(|(r,)| r).collect()
+}
+
+const SESSION_ROWS: &str = "SELECT json_array(id, agent, agent_version, project, cwd, host, user,
+    model, transcript_path, started_at, ended_at, end_reason, last_event_at, event_count,
+    prompt_count, tool_count, error_count, archived_at) FROM sessions ORDER BY id";
+const OBSERVATION_ROWS: &str = "SELECT json_array(id, event_id, session_id, project, agent,
+    author, kind, host_event, tool_name, tool_use_id, subagent_id, title, body, input, output,
+    meta, content_hash, occurred_at, stored_at) FROM observations ORDER BY id";
+const ITEM_ROWS: &str = "SELECT json_array(id, source, source_id, kind, session_id, project,
+    agent, author, tool_name, title, text, context, seq, files, concepts, text_hash,
+    occurred_at, indexed_at) FROM memory_items ORDER BY id";
+
+/// Send a raw body with the token.
+async fn post_raw(
+    http: &Http,
+    path: &str,
+    body: String,
+    token: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut request = http
+        .client
+        .post(format!("{}{path}", http.base))
+        .header("content-type", "application/x-ndjson")
+        .body(body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    read(request.send().await.unwrap()).await
+}
+
+async fn get_text(http: &Http, path: &str) -> (StatusCode, String, String) {
+    let response = http
+        .client
+        .get(format!("{}{path}", http.base))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, kind, response.text().await.unwrap())
+}
+
+/// The ids and titles of a search, in order.
+async fn hits(http: &Http, query: &str) -> Vec<(i64, String)> {
+    let (status, found) = http.get(&format!("/v1/search?{query}")).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["id"].as_i64().unwrap(),
+                h["title"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collections_are_made_from_a_search_or_ids_exported_and_asked() {
+    let mut app = App::start_core().await;
+    let base = app.start_api(with_token()).await;
+    let http = Http::new(&base);
+    seed(&app, &http, "web-1").await;
+    let (status, body) = http
+        .post(
+            "/v1/events",
+            json!([
+                {"session_id": "db-1", "kind": "prompt", "agent": "claude-code", "project": "/work/db",
+                 "text": "add a migration that renames the users table to accounts"},
+                {"session_id": "db-1", "kind": "memory", "agent": "claude-code", "project": "/work/db",
+                 "title": "migration rule", "text": "every schema migration is reversible and tested against a copy of production"},
+            ]),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    app.wait_indexed(5).await;
+
+    // From a search: the hits of that search, with its filters.
+    let (status, from_search) = http
+        .post(
+            "/v1/collections",
+            json!({"name": "reconnects", "description": "how the socket comes back", "query": "websocket backoff", "project": "/work/web"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{from_search}");
+    assert_eq!(from_search["query"], "websocket backoff");
+    let reconnects = from_search["id"].as_i64().unwrap();
+    let (_, expected) = http
+        .get("/v1/search?q=websocket%20backoff&project=/work/web")
+        .await;
+    assert_eq!(
+        from_search["items"],
+        expected["hits"].as_array().unwrap().len(),
+        "{expected}"
+    );
+    let (_, whole) = http.get(&format!("/v1/collections/{reconnects}")).await;
+    assert!(
+        whole["item_list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["session_id"] == "web-1"),
+        "{whole}"
+    );
+
+    // From ids, in the order given.
+    let reconnect_memory = hits(&http, "q=backoff&kind=memory").await[0].0;
+    let migration_memory = hits(&http, "q=migration&kind=memory").await[0].0;
+    let (status, from_ids) = http
+        .post(
+            "/v1/collections",
+            json!({"name": "rules", "item_ids": [migration_memory, reconnect_memory, migration_memory]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{from_ids}");
+    assert_eq!(from_ids["items"], 2, "duplicates are kept once: {from_ids}");
+    let rules = from_ids["id"].as_i64().unwrap();
+
+    // Bad input, each with its code.
+    let answer = http
+        .post(
+            "/v1/collections",
+            json!({"name": "rules", "item_ids": [reconnect_memory]}),
+        )
+        .await;
+    assert_error(&answer, StatusCode::CONFLICT, "collection_exists");
+    for body in [
+        json!({"name": "neither"}),
+        json!({"name": "both", "query": "x", "item_ids": [1]}),
+        json!({"name": "", "item_ids": [1]}),
+        json!({"name": "ghosts", "item_ids": [99_999_999]}),
+        json!({"name": "negative", "item_ids": [-1]}),
+        json!({"name": "empty query", "query": "  "}),
+    ] {
+        let answer = http.post("/v1/collections", body.clone()).await;
+        assert_error(
+            &answer,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_collection",
+        );
+    }
+    assert_error(
+        &http
+            .post("/v1/collections", json!({"name": "x", "colour": "red"}))
+            .await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_body",
+    );
+    assert_error(
+        &http
+            .send(
+                reqwest::Method::POST,
+                "/v1/collections",
+                None,
+                Some(json!({"name": "no token", "item_ids": [reconnect_memory]})),
+            )
+            .await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+
+    // List.
+    let (status, list) = http.get("/v1/collections").await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(list["total"], 2, "{list}");
+    assert_eq!(list["collections"][0]["name"], "rules");
+    assert_error(
+        &http.get("/v1/collections?limit=0").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+
+    // Export in three formats, with the items in the order they were collected.
+    let (status, kind, markdown) = get_text(
+        &http,
+        &format!("/v1/collections/{rules}/export?format=markdown"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{markdown}");
+    assert!(kind.starts_with("text/markdown"), "{kind}");
+    assert!(markdown.starts_with("# rules\n"), "{markdown}");
+    let (migration_at, reconnect_at) = (
+        markdown.find("## migration rule").expect(&markdown),
+        markdown.find("## reconnect policy").expect(&markdown),
+    );
+    assert!(migration_at < reconnect_at, "{markdown}");
+    assert!(markdown.contains("reversible and tested against a copy of production"));
+    assert!(markdown.contains("- concepts: networking"), "{markdown}");
+    let (status, kind, document) = get_text(
+        &http,
+        &format!("/v1/collections/{rules}/export?format=json"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(kind, "application/json");
+    let document: Value = serde_json::from_str(&document).unwrap();
+    assert_eq!(document["collection"]["name"], "rules");
+    assert_eq!(document["items"][0]["id"], migration_memory);
+    assert_eq!(document["items"][1]["title"], "reconnect policy");
+    assert_eq!(
+        document["items"][1]["text"],
+        "websocket reconnects use exponential backoff capped at thirty seconds"
+    );
+    let (status, kind, text) = get_text(
+        &http,
+        &format!("/v1/collections/{rules}/export?format=text"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(kind.starts_with("text/plain"), "{kind}");
+    assert!(text.starts_with("rules\n=====\n"), "{text}");
+    assert!(
+        text.contains(&format!("#{reconnect_memory} [memory]")),
+        "{text}"
+    );
+    assert!(!text.contains("## "), "plain text has no markdown: {text}");
+    assert_error(
+        &http
+            .get(&format!("/v1/collections/{rules}/export?format=pdf"))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    assert_error(
+        &http.get("/v1/collections/99999999/export").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+
+    // Ask: the relevant item of the collection first, and nothing from outside it.
+    let (status, answer) = http
+        .get(&format!(
+            "/v1/collections/{rules}/ask?q=is%20every%20schema%20migration%20reversible"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["hits"][0]["id"], migration_memory, "{answer}");
+    let (_, answer) = http
+        .get(&format!(
+            "/v1/collections/{reconnects}/ask?q=schema%20migration%20reversible"
+        ))
+        .await;
+    assert!(
+        answer["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["session_id"] == "web-1"),
+        "{answer}"
+    );
+    assert_error(
+        &http.get(&format!("/v1/collections/{rules}/ask")).await,
+        StatusCode::BAD_REQUEST,
+        "missing_parameter",
+    );
+    assert_error(
+        &http.get("/v1/collections/99999999/ask?q=x").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_error(
+        &http.get("/v1/collections/0/ask?q=x").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_path",
+    );
+
+    // Deleting a session takes its items out of collections; deleting a collection keeps them.
+    let (status, deleted) = http
+        .send(
+            reqwest::Method::DELETE,
+            "/v1/sessions/db-1",
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    let (_, rules_now) = http.get(&format!("/v1/collections/{rules}")).await;
+    assert_eq!(rules_now["items"], 1, "{rules_now}");
+    let (status, _) = http
+        .send(
+            reqwest::Method::DELETE,
+            &format!("/v1/collections/{rules}"),
+            Some(TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_error(
+        &http.get(&format!("/v1/collections/{rules}")).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_eq!(
+        hits(&http, "q=backoff&kind=memory").await[0].0,
+        reconnect_memory
+    );
+    app.stop_services().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_then_import_into_a_fresh_store_is_lossless_and_idempotent() {
+    let mut source = App::start_core().await;
+    let http = Http::new(&source.start_api(with_token()).await);
+    seed(&source, &http, "web-1").await;
+    seed(&source, &http, "web-2").await;
+    source.wait_indexed(6).await;
+    let (status, kind, export) = get_text(&http, "/v1/export").await;
+    assert_eq!(status, StatusCode::OK, "{export}");
+    assert_eq!(kind, "application/x-ndjson");
+    let lines: Vec<Value> = export
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "mneme");
+    assert_eq!(lines[0]["format"], 1);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "end", "{last}");
+    let count = |kind: &str| lines.iter().filter(|l| l["type"] == kind).count() as i64;
+    assert_eq!(count("session"), 2);
+    assert_eq!(
+        count("observation"),
+        source.count("SELECT count(*) FROM observations").await
+    );
+    assert_eq!(
+        count("memory_item"),
+        source.count("SELECT count(*) FROM memory_items").await
+    );
+    assert_eq!(last["memory_items"], count("memory_item"));
+    let queries = [
+        "q=websocket%20backoff&mode=fts",
+        "q=websocket%20backoff",
+        "q=reconnect%20policy%20thirty%20seconds&kind=memory",
+        "q=socket.rs&file=socket.rs",
+    ];
+    let mut before = Vec::new();
+    for q in queries {
+        before.push(hits(&http, q).await);
+    }
+    assert!(!before[0].is_empty());
+
+    let mut fresh = App::start_core().await;
+    let fresh_http = Http::new(&fresh.start_api(with_token()).await);
+    assert_error(
+        &post_raw(&fresh_http, "/v1/import", export.clone(), None).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let (status, imported) = post_raw(&fresh_http, "/v1/import", export.clone(), Some(TOKEN)).await;
+    assert_eq!(status, StatusCode::OK, "{imported}");
+    assert_eq!(imported["sessions"], 2, "{imported}");
+    assert_eq!(imported["observations"], count("observation"), "{imported}");
+    assert_eq!(imported["memory_items"], count("memory_item"), "{imported}");
+    assert_eq!(imported["skipped"], 0, "{imported}");
+    fresh.wait_indexed(count("memory_item")).await;
+
+    // Every row as it was, ids included, and the same answers to the same searches.
+    for sql in [SESSION_ROWS, OBSERVATION_ROWS, ITEM_ROWS] {
+        assert_eq!(rows(&fresh, sql).await, rows(&source, sql).await, "{sql}");
+    }
+    for (q, expected) in queries.iter().zip(&before) {
+        assert_eq!(&hits(&fresh_http, q).await, expected, "{q}");
+    }
+
+    // Twice doubles nothing.
+    let (status, again) = post_raw(&fresh_http, "/v1/import", export.clone(), Some(TOKEN)).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["sessions"], 0, "{again}");
+    assert_eq!(again["observations"], 0, "{again}");
+    assert_eq!(again["memory_items"], 0, "{again}");
+    assert_eq!(
+        again["skipped"],
+        count("session") + count("observation") + count("memory_item")
+    );
+    for sql in [SESSION_ROWS, OBSERVATION_ROWS, ITEM_ROWS] {
+        assert_eq!(rows(&fresh, sql).await, rows(&source, sql).await, "{sql}");
+    }
+
+    // Into a store that already has memory: new rows take new ids above the others, and are
+    // found.
+    let (_, reimported) = post_raw(&http, "/v1/import", export.clone(), Some(TOKEN)).await;
+    assert_eq!(reimported["memory_items"], 0, "{reimported}");
+
+    // Bad input.
+    for (body, status, code) in [
+        ("", StatusCode::UNPROCESSABLE_ENTITY, "invalid_import"),
+        (
+            "not json\n",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_import",
+        ),
+        (
+            r#"{"type":"planet"}"#,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_import",
+        ),
+        (
+            r#"{"type":"session","id":""}"#,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_import",
+        ),
+        (
+            r#"{"type":"mneme","format":99}"#,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsupported_export",
+        ),
+    ] {
+        let answer = post_raw(&fresh_http, "/v1/import", body.to_owned(), Some(TOKEN)).await;
+        assert_error(&answer, status, code);
+    }
+    let answer = post_raw(
+        &fresh_http,
+        "/v1/import",
+        format!("{}\nnot json\n", export.lines().next().unwrap()),
+        Some(TOKEN),
+    )
+    .await;
+    assert!(
+        answer.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 2:"),
+        "{answer:?}"
+    );
+    source.stop_services().await;
+    fresh.stop_services().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_archives_idle_sessions_then_deletes_them_from_memory() {
+    let mut app = App::start_core().await;
+    let http = Http::new(&app.start_api(with_token()).await);
+    const DAY: i64 = 86_400_000;
+    let now = common::now_ms();
+    // Back-dated sessions: 40 and 15 days idle, one active, and deliberate memories from long
+    // ago.
+    let event = |session: &str, days: i64, text: &str| {
+        json!({"session_id": session, "kind": "prompt", "agent": "claude-code", "project": "/work/r",
+               "occurred_at_ms": now - days * DAY, "text": text})
+    };
+    let (status, body) = http
+        .post(
+            "/v1/events",
+            json!([
+                event("old-1", 40, "tune the zeppelin ballast controller"),
+                event("mid-1", 15, "paint the lighthouse in ochre"),
+                event("new-1", 0, "write the quarterly report"),
+                {"session_id": "memories", "kind": "memory", "project": "/work/r",
+                 "occurred_at_ms": now - 90 * DAY, "title": "kept", "text": "the zeppelin hangar code is blue"},
+            ]),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    app.wait_indexed(4).await;
+
+    let (status, policy) = http.get("/v1/retention").await;
+    assert_eq!(status, StatusCode::OK, "{policy}");
+    assert_eq!(policy["archive_after_days"], 0, "{policy}");
+    assert_error(
+        &http
+            .send(
+                reqwest::Method::PUT,
+                "/v1/retention",
+                None,
+                Some(json!({"archive_after_days": 1})),
+            )
+            .await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    for (body, code) in [
+        (json!({"archive_after_days": 40_000}), "invalid_retention"),
+        (json!({"archive_after_days": -1}), "invalid_body"),
+        (json!({"keep_forever": true}), "invalid_body"),
+    ] {
+        let answer = http
+            .send(
+                reqwest::Method::PUT,
+                "/v1/retention",
+                Some(TOKEN),
+                Some(body),
+            )
+            .await;
+        assert_error(&answer, StatusCode::UNPROCESSABLE_ENTITY, code);
+    }
+
+    // Archive after 10 idle days: the two old sessions, as of when they went idle that long.
+    let (status, applied) = http
+        .send(
+            reqwest::Method::PUT,
+            "/v1/retention",
+            Some(TOKEN),
+            Some(json!({"archive_after_days": 10})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{applied}");
+    assert_eq!(applied["applied"]["archived"], 2, "{applied}");
+    assert_eq!(applied["applied"]["deleted"], 0, "{applied}");
+    let (_, archived) = http.get("/v1/sessions?archived=only").await;
+    let mut names: Vec<&str> = archived["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["mid-1", "old-1"], "{archived}");
+    let old = archived["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "old-1")
+        .unwrap();
+    assert_eq!(
+        old["archived_at_ms"].as_i64().unwrap(),
+        old["last_event_at_ms"].as_i64().unwrap() + 10 * DAY
+    );
+    let (_, active) = http.get("/v1/sessions").await;
+    let active: Vec<&str> = active["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        active.contains(&"new-1") && active.contains(&"memories"),
+        "{active:?}"
+    );
+    // Archived memory is still found.
+    assert_eq!(
+        hits(&http, "q=zeppelin%20ballast&kind=prompt&mode=fts")
+            .await
+            .len(),
+        1
+    );
+
+    // Delete 20 days after archiving: old-1 went idle 30 days ago, mid-1 only 5.
+    let (status, applied) = http
+        .send(
+            reqwest::Method::PUT,
+            "/v1/retention",
+            Some(TOKEN),
+            Some(json!({"delete_archived_after_days": 20})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{applied}");
+    assert_eq!(
+        applied["archive_after_days"], 10,
+        "a field left out keeps its value"
+    );
+    assert_eq!(applied["applied"]["deleted"], 1, "{applied}");
+    assert_eq!(applied["last_run"]["deleted"], 1, "{applied}");
+    assert_error(
+        &http.get("/v1/sessions/old-1").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert!(
+        hits(&http, "q=zeppelin%20ballast&kind=prompt&mode=fts")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM memory_items WHERE session_id = 'old-1'")
+            .await,
+        0
+    );
+    let (status, _) = http.get("/v1/sessions/mid-1").await;
+    assert_eq!(status, StatusCode::OK);
+    // Deliberate memories are never aged out.
+    assert_eq!(
+        hits(&http, "q=zeppelin%20hangar&kind=memory").await.len(),
+        1
+    );
+
+    // Applying again changes nothing.
+    let (status, again) = http.post("/v1/retention/apply", json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(
+        again["applied"],
+        json!({"archived": 0, "deleted": 0}),
+        "{again}"
+    );
+    app.stop_services().await;
 }

@@ -70,6 +70,10 @@ async fn exercise(client: &Client, secret_word: &str) {
         "by_concept",
         "stats",
         "how_to_use_memory",
+        "create_collection",
+        "list_collections",
+        "export_collection",
+        "ask_collection",
     ] {
         assert!(names.contains(&wanted), "{wanted} missing from {names:?}");
     }
@@ -149,6 +153,53 @@ async fn exercise(client: &Client, secret_word: &str) {
 
     let (stats, error) = call(client, "stats", json!({})).await;
     assert!(!error && stats.contains("\"sessions\""), "{stats}");
+    // Collections: from a search, listed, asked, exported; mistakes are readable errors.
+    let name = format!("backoff {secret_word}");
+    let (made, error) = call(
+        client,
+        "create_collection",
+        json!({"name": name, "query": "websocket reconnect backoff", "project": "/work/web"}),
+    )
+    .await;
+    assert!(!error && made.starts_with("collection #"), "{made}");
+    let collection = first_id(&made);
+    let (again, error) = call(
+        client,
+        "create_collection",
+        json!({"name": name, "item_ids": [id]}),
+    )
+    .await;
+    assert!(error && again.contains("collection_exists"), "{again}");
+    let (listed, error) = call(client, "list_collections", json!({})).await;
+    assert!(!error && listed.contains(&name), "{listed}");
+    let (answer, error) = call(
+        client,
+        "ask_collection",
+        json!({"id": collection, "question": "what is the reconnect backoff capped at", "limit": 1}),
+    )
+    .await;
+    assert!(!error && answer.contains("reconnect policy"), "{answer}");
+    let (document, error) = call(client, "export_collection", json!({"id": collection})).await;
+    assert!(
+        !error && document.starts_with(&format!("# {name}")),
+        "{document}"
+    );
+    assert!(document.contains("capped at thirty seconds"), "{document}");
+    let (text, error) = call(
+        client,
+        "export_collection",
+        json!({"id": collection, "format": "text"}),
+    )
+    .await;
+    assert!(!error && text.contains("[memory]"), "{text}");
+    let (missing, error) = call(
+        client,
+        "ask_collection",
+        json!({"id": 99_999_999, "question": "anything"}),
+    )
+    .await;
+    assert!(error && missing.contains("not_found"), "{missing}");
+
     let (guide, _) = call(client, "how_to_use_memory", json!({})).await;
     assert!(guide.contains("get_observations"), "{guide}");
 }

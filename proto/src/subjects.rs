@@ -45,6 +45,25 @@ pub const RETRIEVAL_QUEUE: &str = "retrieval";
 /// [`crate::ForgetReply`]).
 pub const RETRIEVAL_FORGET: &str = "mneme.retrieval.forget";
 
+/// Request/reply: write exported memory items as they were ([`crate::ImportItemsRequest`] →
+/// [`crate::ImportItemsReply`]).
+pub const RETRIEVAL_IMPORT: &str = "mneme.retrieval.import";
+/// Request/reply: create a collection ([`crate::CreateCollectionRequest`] →
+/// [`crate::CollectionReply`]).
+pub const COLLECTIONS_CREATE: &str = "mneme.retrieval.collections.create";
+/// Request/reply: list collections ([`crate::ListCollectionsRequest`] →
+/// [`crate::CollectionsReply`]).
+pub const COLLECTIONS_LIST: &str = "mneme.retrieval.collections.list";
+/// Request/reply: one collection with its items ([`crate::CollectionRequest`] →
+/// [`crate::CollectionReply`]).
+pub const COLLECTIONS_GET: &str = "mneme.retrieval.collections.get";
+/// Request/reply: delete a collection, not its items ([`crate::CollectionRequest`] →
+/// [`crate::CollectionReply`]).
+pub const COLLECTIONS_DELETE: &str = "mneme.retrieval.collections.delete";
+/// Request/reply: the items of a collection most relevant to a question
+/// ([`crate::AskCollectionRequest`] → [`crate::AskCollectionReply`]).
+pub const COLLECTIONS_ASK: &str = "mneme.retrieval.collections.ask";
+
 /// Request/reply, answered by ingest: archive or unarchive sessions
 /// ([`crate::ArchiveSessionsRequest`] → [`crate::SessionsChangedReply`]). Not under
 /// `mneme.ingest.` because [`INGEST_STREAM`] captures `mneme.ingest.>`, and a request captured
@@ -53,6 +72,18 @@ pub const SESSIONS_ARCHIVE: &str = "mneme.sessions.archive";
 /// Request/reply, answered by ingest: delete sessions with their observations
 /// ([`crate::DeleteSessionsRequest`] → [`crate::SessionsChangedReply`]).
 pub const SESSIONS_DELETE: &str = "mneme.sessions.delete";
+/// Request/reply, answered by ingest: store exported sessions and observations as they were
+/// ([`crate::ImportRecordsRequest`] → [`crate::ImportRecordsReply`]).
+pub const SESSIONS_IMPORT: &str = "mneme.sessions.import";
+/// Request/reply, answered by ingest: the retention policy ([`crate::RetentionGetRequest`] →
+/// [`crate::RetentionReply`]).
+pub const RETENTION_GET: &str = "mneme.retention.get";
+/// Request/reply, answered by ingest: replace the retention policy and apply it
+/// ([`crate::RetentionSetRequest`] → [`crate::RetentionReply`]).
+pub const RETENTION_SET: &str = "mneme.retention.set";
+/// Request/reply, answered by ingest: apply the retention policy now
+/// ([`crate::RetentionApplyRequest`] → [`crate::RetentionReply`]).
+pub const RETENTION_APPLY: &str = "mneme.retention.apply";
 /// Queue group ingest instances share for session requests.
 pub const INGEST_QUEUE: &str = "ingest";
 

@@ -20,6 +20,7 @@
 // The OpenAPI document is one `json!` literal, deeper than the default macro recursion allows.
 #![recursion_limit = "512"]
 
+pub mod collections;
 pub mod dashboard;
 pub mod db;
 pub mod error;
@@ -31,6 +32,7 @@ pub mod openapi;
 pub mod rest;
 pub mod security;
 pub mod stream;
+pub mod transfer;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -241,10 +243,12 @@ pub fn state(
 pub fn router(state: Arc<State>, max_body_bytes: usize) -> Router {
     let cors = tower_http::cors::CorsLayer::new()
         .allow_origin(tower_http::cors::AllowOrigin::list(state.origins.clone()))
-        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
         .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE])
         .max_age(Duration::from_secs(600));
     rest::routes()
+        .merge(collections::routes())
+        .merge(transfer::routes())
         .merge(dashboard::routes())
         .nest_service("/mcp", mcp::http_service(state.clone()))
         .route_layer(axum::middleware::from_fn_with_state(

@@ -29,6 +29,7 @@ Use it in three steps, so you only pay for what is worth reading:
 by_file(file) and by_concept(concept) are searches narrowed to a file path or a concept tag.
 save_memory(text) keeps something on purpose (a decision, a convention, a fix worth remembering); it is searchable seconds later.
 stats() says how much is remembered and where.
+create_collection(name, query or item_ids) keeps the items of one topic together; ask_collection(id, question) finds the relevant ones among them, export_collection(id) gives them whole as markdown, json or text.
 
 Search before re-deriving something a past session already worked out; save what a future session should not have to rediscover.";
 
@@ -96,6 +97,46 @@ pub struct ByConceptArgs {
     /// What to look for; the concept itself when absent.
     pub query: Option<String>,
     pub project: Option<String>,
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct CreateCollectionArgs {
+    /// A name for the collection (unique).
+    pub name: String,
+    /// What it is for.
+    pub description: Option<String>,
+    /// Collect the hits of this search ...
+    pub query: Option<String>,
+    /// ... in this project only ...
+    pub project: Option<String>,
+    /// ... at most this many (default 20, at most 200).
+    pub limit: Option<u32>,
+    /// Or collect exactly these item ids (from search or timeline).
+    pub item_ids: Option<Vec<i64>>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ListCollectionsArgs {
+    /// At most this many (default 50).
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ExportCollectionArgs {
+    /// The collection's id.
+    pub id: i64,
+    /// markdown (default), json or text.
+    pub format: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct AskCollectionArgs {
+    /// The collection's id.
+    pub id: i64,
+    /// The question, in words.
+    pub question: String,
+    /// At most this many items (default 5, at most 50).
     pub limit: Option<u32>,
 }
 
@@ -357,6 +398,99 @@ impl Memory {
                     serde_json::to_string_pretty(&stats).unwrap_or_default(),
                 ))
             }
+            Err(error) => Ok(failed(error)),
+        }
+    }
+
+    #[tool(
+        description = "Gather memory items into a named collection, from the hits of a search (query, optionally project and limit) or from exact item ids. Use it to keep the evidence of one topic together (a migration, an incident) so it can be exported or asked later."
+    )]
+    async fn create_collection(
+        &self,
+        Parameters(args): Parameters<CreateCollectionArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let input = crate::collections::CreateIn {
+            name: args.name,
+            description: args.description,
+            query: args.query,
+            project: args.project,
+            limit: args.limit,
+            item_ids: args.item_ids,
+            ..Default::default()
+        };
+        match crate::collections::run_create(&self.state, input).await {
+            Ok(c) => Ok(text(format!(
+                "collection #{} {:?} holds {} items. Next: ask_collection(id, question) or export_collection(id).",
+                c.id, c.name, c.items
+            ))),
+            Err(error) => Ok(failed(error)),
+        }
+    }
+
+    #[tool(
+        description = "The collections that exist, one line each: #id name (items) and the search that made it."
+    )]
+    async fn list_collections(
+        &self,
+        Parameters(args): Parameters<ListCollectionsArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let limit = args.limit.unwrap_or(50).clamp(1, 500);
+        match crate::collections::run_list(&self.state, limit, 0).await {
+            Ok(found) => {
+                let mut out = String::new();
+                for c in found["collections"].as_array().cloned().unwrap_or_default() {
+                    let _ = writeln!(
+                        out,
+                        "#{} {} ({} items){}",
+                        c["id"],
+                        c["name"].as_str().unwrap_or_default(),
+                        c["items"],
+                        match c["query"].as_str() {
+                            Some(q) if !q.is_empty() => format!(" from search {q:?}"),
+                            _ => String::new(),
+                        }
+                    );
+                }
+                if out.is_empty() {
+                    out.push_str("no collections");
+                }
+                Ok(text(out))
+            }
+            Err(error) => Ok(failed(error)),
+        }
+    }
+
+    #[tool(
+        description = "A whole collection in one document: markdown (default), json or text, every item in full. It can be long; prefer ask_collection for a question."
+    )]
+    async fn export_collection(
+        &self,
+        Parameters(args): Parameters<ExportCollectionArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let format = match crate::collections::Format::parse(args.format.as_deref()) {
+            Ok(format) => format,
+            Err(error) => return Ok(failed(error)),
+        };
+        match crate::collections::run_get(&self.state, args.id).await {
+            Ok((collection, items)) => Ok(text(crate::collections::render(
+                &collection,
+                &items,
+                format,
+            ))),
+            Err(error) => Ok(failed(error)),
+        }
+    }
+
+    #[tool(
+        description = "Ask a question over one collection: its items most relevant to the question, in the compact index form of search (#id [kind] date title — snippet). Follow up with get_observations for whole items."
+    )]
+    async fn ask_collection(
+        &self,
+        Parameters(args): Parameters<AskCollectionArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let limit = args.limit.unwrap_or(5).clamp(1, 50);
+        match crate::collections::run_ask(&self.state, args.id, &args.question, limit).await {
+            Ok(found) => Ok(text(index(&found))),
             Err(error) => Ok(failed(error)),
         }
     }

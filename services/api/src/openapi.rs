@@ -11,6 +11,7 @@ fn error_responses(codes: &[&str]) -> serde_json::Map<String, Value> {
             "401" => "The api token is missing or wrong.",
             "403" => "Not allowed: no token configured for a write, or a foreign origin.",
             "404" => "Nothing with that id.",
+            "409" => "Something with that name exists.",
             "413" => "The body is larger than the api accepts.",
             "415" => "The body is not sent as application/json.",
             "422" => "The body is JSON but does not describe something valid.",
@@ -27,6 +28,13 @@ fn error_responses(codes: &[&str]) -> serde_json::Map<String, Value> {
         );
     }
     responses
+}
+
+/// The error answers and one success answer of an operation.
+fn responses(errors: &[&str], status: &str, success: Value) -> Value {
+    let mut responses = error_responses(errors);
+    responses.insert(status.to_owned(), success);
+    Value::Object(responses)
 }
 
 fn ok(description: &str, schema: Value) -> Value {
@@ -251,6 +259,24 @@ pub fn document() -> Value {
                         "relevance": {"type": "number"}, "found_by": {"type": "array", "items": {"type": "string"}},
                     },
                 },
+                "Collection": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer"}, "name": {"type": "string"}, "description": {"type": "string"},
+                        "query": {"type": "string"}, "items": {"type": "integer"},
+                        "created_at_ms": {"type": "integer"}, "updated_at_ms": {"type": "integer"},
+                        "item_list": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}},
+                    },
+                },
+                "Retention": {
+                    "type": "object",
+                    "properties": {
+                        "archive_after_days": {"type": "integer"}, "delete_archived_after_days": {"type": "integer"},
+                        "updated_at_ms": {"type": "integer"},
+                        "last_run": {"type": "object", "properties": {"at_ms": {"type": "integer"}, "archived": {"type": "integer"}, "deleted": {"type": "integer"}, "error": {"type": "string"}}},
+                        "applied": {"type": "object", "properties": {"archived": {"type": "integer"}, "deleted": {"type": "integer"}}},
+                    },
+                },
                 "Item": {
                     "type": "object",
                     "properties": {
@@ -316,6 +342,87 @@ pub fn document() -> Value {
                     "503": error_responses(&["503"])["503"].clone(),
                 },
             }},
+            "/v1/collections": {
+                "get": operation("collections", "Collections, most recent first.", json!(paging(50, 500)),
+                    ("200", ok("A page of collections and the total.", json!({"type": "object", "properties": {"total": {"type": "integer"}, "collections": {"type": "array", "items": {"$ref": "#/components/schemas/Collection"}}}}))), &read_errors, false),
+                "post": {
+                    "operationId": "createCollection",
+                    "summary": "Create a collection from the hits of a search (query and its filters) or from item ids, exactly one of the two.",
+                    "security": [{"bearer": []}],
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                        "type": "object", "additionalProperties": false, "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                            "description": text(4000),
+                            "query": {"type": "string", "minLength": 1, "maxLength": 1000},
+                            "project": text(4096),
+                            "kinds": {"type": "array", "items": {"type": "string"}},
+                            "file": text(4096), "concept": text(200),
+                            "since": {"type": "integer", "minimum": 0}, "until": {"type": "integer", "minimum": 0},
+                            "mode": {"type": "string", "enum": ["hybrid", "fts", "vector"]},
+                            "limit": {"type": "integer", "minimum": 1, "maximum": 200},
+                            "min_relevance": {"type": "number", "minimum": 0, "maximum": 1},
+                            "item_ids": {"type": "array", "minItems": 1, "maxItems": 1000, "items": item_id.clone()},
+                        },
+                    }}}},
+                    "responses": responses(&["400", "401", "403", "409", "413", "415", "422", "429", "503"], "201", ok("Created.", json!({"$ref": "#/components/schemas/Collection"}))),
+                },
+            },
+            "/v1/collections/{id}": {
+                "get": operation("collection", "One collection with its whole items (`item_list`).", json!([path_id("id", item_id.clone())]),
+                    ("200", ok("The collection.", json!({"$ref": "#/components/schemas/Collection"}))), &["400", "401", "404", "429", "503"], false),
+                "delete": operation("deleteCollection", "Delete a collection (its items stay in memory).", json!([path_id("id", item_id.clone())]),
+                    ("200", ok("Deleted.", object())), &write_errors, true),
+            },
+            "/v1/collections/{id}/export": {"get": {
+                "operationId": "exportCollection",
+                "summary": "A collection and its whole items as Markdown, JSON or plain text.",
+                "parameters": [path_id("id", item_id.clone()), query("format", "The format.", json!({"type": "string", "enum": ["markdown", "json", "text"], "default": "markdown"}))],
+                "responses": responses(&["400", "401", "404", "429", "503"], "200", json!({"description": "The document.", "content": {
+                        "text/markdown": {"schema": {"type": "string"}},
+                        "application/json": {"schema": object()},
+                        "text/plain": {"schema": {"type": "string"}},
+                    }})),
+            }},
+            "/v1/collections/{id}/ask": {"get": operation("askCollection", "The items of one collection most relevant to a question.",
+                json!([path_id("id", item_id.clone()),
+                       {"name": "q", "in": "query", "required": true, "description": "The question.", "schema": {"type": "string", "minLength": 1, "maxLength": 1000}},
+                       query("limit", "At most this many hits.", json!({"type": "integer", "minimum": 1, "maximum": 50, "default": 5}))]),
+                ("200", ok("Hits, most relevant first.", json!({"type": "object", "properties": {"mode": {"type": "string"}, "hits": {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}}}}))),
+                &["400", "401", "404", "429", "503"], false)},
+            "/v1/export": {"get": {
+                "operationId": "export",
+                "summary": "All memory as JSON lines: a `mneme` header, every `session`, `observation` and `memory_item`, then an `end` line with the counts.",
+                "responses": responses(&["401", "429", "503"], "200", json!({"description": "JSON lines.", "content": {"application/x-ndjson": {"schema": {"type": "string"}}}})),
+            }},
+            "/v1/import": {"post": {
+                "operationId": "import",
+                "summary": "Import an export (JSON lines). Idempotent: what the store holds already is left alone.",
+                "security": [{"bearer": []}],
+                "requestBody": {"required": true, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
+                "responses": responses(&["400", "401", "403", "413", "422", "429", "503"], "200", ok("What was imported and what was there already.", json!({"type": "object", "properties": {
+                        "lines": {"type": "integer"}, "sessions": {"type": "integer"}, "observations": {"type": "integer"},
+                        "memory_items": {"type": "integer"}, "skipped": {"type": "integer"}}}))),
+            }},
+            "/v1/retention": {
+                "get": operation("retention", "The retention policy and what its last run did.", json!([]),
+                    ("200", ok("The policy.", json!({"$ref": "#/components/schemas/Retention"}))), &["401", "429", "503"], false),
+                "put": {
+                    "operationId": "setRetention",
+                    "summary": "Set the retention policy (0 days = never; a field left out keeps its value), then apply it at once.",
+                    "security": [{"bearer": []}],
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                        "type": "object", "additionalProperties": false,
+                        "properties": {
+                            "archive_after_days": {"type": "integer", "minimum": 0, "maximum": 36500},
+                            "delete_archived_after_days": {"type": "integer", "minimum": 0, "maximum": 36500},
+                        },
+                    }}}},
+                    "responses": responses(&["400", "401", "403", "413", "415", "422", "429", "503"], "200", ok("The policy, and what applying it did.", json!({"$ref": "#/components/schemas/Retention"}))),
+                },
+            },
+            "/v1/retention/apply": {"post": operation("applyRetention", "Apply the retention policy now.", json!([]),
+                ("200", ok("The policy, and what applying it did.", json!({"$ref": "#/components/schemas/Retention"}))), &["401", "403", "429", "503"], true)},
             "/v1/events": {"post": {
                 "operationId": "postEvents",
                 "summary": "HTTP ingest: publish events to the write path, as the hook does.",

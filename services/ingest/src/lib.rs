@@ -7,16 +7,20 @@
 //! compaction, then emits `mneme.ingest.stored` and acks. Malformed messages are dead-lettered
 //! on `mneme.dlq.ingest` with the reason, recorded in `dead_letters`, and acked.
 //!
-//! It also answers `mneme.sessions.archive` and `mneme.sessions.delete` ([`sessions`]), because
-//! it owns the tables they change.
+//! It also answers `mneme.sessions.archive`, `.delete` and `.import` ([`sessions`], [`import`]),
+//! and applies and answers the retention policy ([`retention`]), because it owns the tables
+//! they change.
 //!
-//! Writes: `sessions`, `observations`, `observations_fts`, `compactions`, `dead_letters`.
+//! Writes: `sessions`, `observations`, `observations_fts`, `compactions`, `dead_letters`,
+//! `retention`.
 //!
 //! Invariants: a message is acked only after its effects are committed, so a crash redelivers
 //! it; handling is idempotent, so a redelivery changes nothing but re-emits the notification.
 
 mod db;
+pub mod import;
 mod record;
+pub mod retention;
 pub mod sessions;
 mod worker;
 
@@ -64,6 +68,11 @@ pub struct IngestArgs {
     /// A message that failed this many deliveries is dead-lettered instead of retried.
     #[arg(long, env = "MNEME_MAX_DELIVER", default_value_t = 5)]
     pub max_deliver: i64,
+
+    /// Seconds between two runs of the retention policy (it also runs at start and whenever
+    /// it is set).
+    #[arg(long, env = "MNEME_RETENTION_INTERVAL_SECS", default_value_t = 3_600)]
+    pub retention_interval_secs: u64,
 }
 
 impl Default for IngestArgs {
@@ -75,6 +84,7 @@ impl Default for IngestArgs {
             batch: 256,
             dedup_window_ms: 5_000,
             max_deliver: 5,
+            retention_interval_secs: 3_600,
         }
     }
 }
@@ -108,6 +118,12 @@ pub async fn run(
         store.pool().clone(),
         sessions_stop.clone(),
     ));
+    let retention = tokio::spawn(retention::serve(
+        client.clone(),
+        store.pool().clone(),
+        std::time::Duration::from_secs(args.retention_interval_secs),
+        sessions_stop.clone(),
+    ));
     let result = worker::Worker::new(client.clone(), store.clone(), sanitizer, args)
         .run(shutdown)
         .await;
@@ -115,6 +131,11 @@ pub async fn run(
     match sessions.await {
         Ok(Err(error)) => tracing::warn!(error = %format!("{error:#}"), "session requests failed"),
         Err(error) => tracing::warn!(%error, "session requests task failed"),
+        Ok(Ok(())) => {}
+    }
+    match retention.await {
+        Ok(Err(error)) => tracing::warn!(error = %format!("{error:#}"), "retention failed"),
+        Err(error) => tracing::warn!(%error, "retention task failed"),
         Ok(Ok(())) => {}
     }
     if let Err(error) = client.drain().await {

@@ -1,6 +1,6 @@
 //! Requests to change stored sessions, answered over NATS request/reply because ingest owns
-//! `sessions` and `observations`: archive (or unarchive) and delete. The api asks; nobody else
-//! writes these tables.
+//! `sessions` and `observations`: archive (or unarchive), delete, and import (see
+//! [`crate::import`]). The api asks; nobody else writes these tables.
 
 use futures::StreamExt as _;
 use proto::{Message as _, subjects};
@@ -11,7 +11,7 @@ use tracing::Instrument as _;
 /// The most sessions one request may name, so one request cannot hold the write lock for long.
 pub const MAX_SESSIONS_PER_REQUEST: usize = 500;
 
-/// Answer archive and delete requests until `shutdown` is cancelled.
+/// Answer archive, delete and import requests until `shutdown` is cancelled.
 pub async fn serve(
     client: async_nats::Client,
     pool: SqlitePool,
@@ -27,6 +27,9 @@ pub async fn serve(
         client
             .queue_subscribe(subjects::SESSIONS_DELETE, subjects::INGEST_QUEUE.to_owned())
             .await?,
+        client
+            .queue_subscribe(subjects::SESSIONS_IMPORT, subjects::INGEST_QUEUE.to_owned())
+            .await?,
     ]);
     loop {
         let message = tokio::select! {
@@ -41,10 +44,15 @@ pub async fn serve(
         common::nats::continue_trace(&span, message.headers.as_ref());
         // Requests are answered one at a time: each is one short write transaction, and taking
         // them in turn keeps them from queueing on the write lock behind each other anyway.
-        let reply = answer(&pool, &message.subject, &message.payload)
-            .instrument(span)
-            .await;
-        if let Err(error) = client.publish(reply_to, reply.encode_to_vec().into()).await {
+        let reply = if message.subject.as_str() == subjects::SESSIONS_IMPORT {
+            import(&pool, &message.payload).instrument(span).await
+        } else {
+            answer(&pool, &message.subject, &message.payload)
+                .instrument(span)
+                .await
+                .encode_to_vec()
+        };
+        if let Err(error) = client.publish(reply_to, reply.into()).await {
             tracing::warn!(%error, "sessions reply failed");
         }
     }
@@ -96,6 +104,47 @@ async fn answer(pool: &SqlitePool, subject: &str, payload: &[u8]) -> proto::Sess
     }
 }
 
+/// Answer an import request.
+async fn import(pool: &SqlitePool, payload: &[u8]) -> Vec<u8> {
+    let reply = match proto::ImportRecordsRequest::decode(payload) {
+        Ok(request)
+            if request.sessions.len() + request.observations.len()
+                > crate::import::MAX_ROWS_PER_REQUEST =>
+        {
+            proto::ImportRecordsReply {
+                error: format!(
+                    "at most {} rows per import request",
+                    crate::import::MAX_ROWS_PER_REQUEST
+                ),
+                ..Default::default()
+            }
+        }
+        Ok(request) => match crate::import::import(pool, &request).await {
+            Ok(reply) => {
+                tracing::info!(
+                    sessions = reply.sessions,
+                    observations = reply.observations,
+                    skipped = reply.skipped,
+                    "imported"
+                );
+                reply
+            }
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "import failed");
+                proto::ImportRecordsReply {
+                    error: "import failed".to_owned(),
+                    ..Default::default()
+                }
+            }
+        },
+        Err(error) => proto::ImportRecordsReply {
+            error: format!("request is not an import request: {error}"),
+            ..Default::default()
+        },
+    };
+    reply.encode_to_vec()
+}
+
 fn check(ids: &[String]) -> Option<String> {
     if ids.is_empty() {
         return Some("no session ids".to_owned());
@@ -135,7 +184,10 @@ async fn archive(
     })
 }
 
-async fn delete(pool: &SqlitePool, ids: &[String]) -> anyhow::Result<proto::SessionsChangedReply> {
+pub(crate) async fn delete(
+    pool: &SqlitePool,
+    ids: &[String],
+) -> anyhow::Result<proto::SessionsChangedReply> {
     let mut tx = store::begin_write(pool).await?;
     let mut reply = proto::SessionsChangedReply::default();
     for id in ids {

@@ -179,6 +179,7 @@ pub async fn replace_items(
         .bind(item.source_id)
         .fetch_optional(&mut *tx)
         .await?;
+        let mut replaced = None;
         if let Some((id, title, text)) = existing {
             if title == item.title && text == item.text {
                 continue;
@@ -192,8 +193,18 @@ pub async fn replace_items(
                 .execute(&mut *tx)
                 .await?;
             removed.push(id);
+            replaced = Some(id);
         }
-        written.extend(insert_item(&mut tx, item).await?);
+        let doc = insert_item(&mut tx, item).await?;
+        // A collection that held the old item holds the new one: it is the same source row.
+        if let (Some(old), Some(doc)) = (replaced, &doc) {
+            sqlx::query("UPDATE collection_items SET item_id = ? WHERE item_id = ?")
+                .bind(doc.id)
+                .bind(old)
+                .execute(&mut *tx)
+                .await?;
+        }
+        written.extend(doc);
     }
     tx.commit().await?;
     lexical.remove(&removed);
@@ -222,6 +233,13 @@ pub async fn forget_sessions(
                 .await?;
             removed.push(id);
         }
+        sqlx::query(
+            "DELETE FROM collection_items WHERE item_id IN
+                 (SELECT id FROM memory_items WHERE session_id = ?)",
+        )
+        .bind(session)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query("DELETE FROM memory_items WHERE session_id = ?")
             .bind(session)
             .execute(&mut *tx)
@@ -230,6 +248,128 @@ pub async fn forget_sessions(
     tx.commit().await?;
     lexical.remove(&removed);
     Ok(removed)
+}
+
+/// Write exported memory items as they were (an import of all memory), with their full-text
+/// rows; returns how many were written and how many were left out (already indexed, or of an
+/// observation this store does not hold). An item keeps its id when no item of this store is at
+/// or above it, so a fresh store gets the same ids; otherwise it takes a new one above the
+/// others, where the background embedder, which works upwards through ids, finds it.
+pub async fn import_items(
+    pool: &SqlitePool,
+    lexical: &Lexical,
+    items: &[proto::MemoryItemRecord],
+) -> anyhow::Result<(usize, usize)> {
+    let mut tx = store::begin_write(pool).await?;
+    let mut written = Vec::new();
+    let mut skipped = 0;
+    for item in items {
+        // Row ids differ between stores; the event id names the same observation in both.
+        let source_id = if item.source == "observation" && !item.source_event_id.is_empty() {
+            let found: Option<(i64,)> =
+                sqlx::query_as("SELECT id FROM observations WHERE event_id = ?")
+                    .bind(&item.source_event_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            match found {
+                Some((id,)) => id,
+                None => {
+                    skipped += 1;
+                    continue;
+                }
+            }
+        } else {
+            item.source_id
+        };
+        let (last,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) FROM memory_items")
+            .fetch_one(&mut *tx)
+            .await?;
+        let id = (item.id > last).then_some(item.id);
+        let inserted: Option<(i64,)> = sqlx::query_as(
+            "INSERT INTO memory_items (id, source, source_id, kind, session_id, project, agent,
+                 author, tool_name, title, text, context, seq, files, concepts, text_hash,
+                 occurred_at, indexed_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (source, source_id) DO NOTHING
+             RETURNING id",
+        )
+        .bind(id)
+        .bind(&item.source)
+        .bind(source_id)
+        .bind(&item.kind)
+        .bind(&item.session_id)
+        .bind(&item.project)
+        .bind(&item.agent)
+        .bind(&item.author)
+        .bind(&item.tool_name)
+        .bind(&item.title)
+        .bind(&item.text)
+        .bind(&item.context)
+        .bind(item.seq)
+        .bind(&item.files)
+        .bind(&item.concepts)
+        .bind(&item.text_hash)
+        .bind(item.occurred_at_ms)
+        .bind(item.indexed_at_ms)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((id,)) = inserted else {
+            skipped += 1;
+            continue;
+        };
+        // The full-text row is rebuilt as `insert_item` wrote it: the stored context is the
+        // previous item's text, and the one before it comes from the items already here.
+        let prev2 = if item.context.is_empty() {
+            String::new()
+        } else {
+            let before: Vec<(String,)> = sqlx::query_as(
+                "SELECT text FROM memory_items
+                 WHERE session_id = ? AND source = ? AND seq < ? AND id <> ?
+                 ORDER BY seq DESC LIMIT 2",
+            )
+            .bind(&item.session_id)
+            .bind(&item.source)
+            .bind(item.seq)
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+            before
+                .get(1)
+                .map(|(t,)| cut(t, MAX_CONTEXT_CHARS))
+                .unwrap_or_default()
+        };
+        let columns = fts_columns(
+            &item.title,
+            &item.text,
+            &item.context,
+            &prev2,
+            item.occurred_at_ms,
+        );
+        sqlx::query(
+            "INSERT INTO memory_fts (rowid, title, text, prev, prev2, date)
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id)
+        .bind(&columns[0])
+        .bind(&columns[1])
+        .bind(&columns[2])
+        .bind(&columns[3])
+        .bind(&columns[4])
+        .execute(&mut *tx)
+        .await?;
+        written.push(LexDoc {
+            id,
+            project: item.project.clone(),
+            kind: item.kind.clone(),
+            session_id: item.session_id.clone(),
+            occurred_at: item.occurred_at_ms,
+            columns,
+        });
+    }
+    tx.commit().await?;
+    let count = written.len();
+    lexical.add(&written);
+    Ok((count, skipped))
 }
 
 /// Insert one item and its full-text row; `None` when its source row is already indexed.

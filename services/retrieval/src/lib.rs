@@ -10,6 +10,7 @@
 //! (`memory_items`, `memory_fts`, `embedding_cache`, `vector_spaces`, the vector tables); with
 //! no model it keeps working on full-text search and says so in its health detail.
 
+pub mod collections;
 pub mod context;
 pub mod derived;
 pub mod embed;
@@ -293,6 +294,12 @@ pub async fn run(
                 subjects::RETRIEVAL_TIMELINE,
                 subjects::RETRIEVAL_GET,
                 subjects::RETRIEVAL_FORGET,
+                subjects::RETRIEVAL_IMPORT,
+                subjects::COLLECTIONS_CREATE,
+                subjects::COLLECTIONS_LIST,
+                subjects::COLLECTIONS_GET,
+                subjects::COLLECTIONS_DELETE,
+                subjects::COLLECTIONS_ASK,
             ]
             .map(|subject| client.queue_subscribe(subject, subjects::RETRIEVAL_QUEUE.to_owned())),
         )
@@ -665,6 +672,36 @@ async fn answer(
             },
         }
         .encode_to_vec(),
+        subjects::RETRIEVAL_IMPORT => match proto::ImportItemsRequest::decode(payload) {
+            Ok(request) => {
+                match index::import_items(&searcher.pool, &searcher.lexical, &request.items).await {
+                    Ok((imported, skipped)) => {
+                        if let Some(vectors) = &searcher.vectors {
+                            vectors.wake.notify_one();
+                        }
+                        proto::ImportItemsReply {
+                            imported: imported as u32,
+                            skipped: skipped as u32,
+                            error: String::new(),
+                        }
+                    }
+                    Err(error) => proto::ImportItemsReply {
+                        error: failed("import", &error),
+                        ..Default::default()
+                    },
+                }
+            }
+            Err(error) => proto::ImportItemsReply {
+                error: format!("request is not an import request: {error}"),
+                ..Default::default()
+            },
+        }
+        .encode_to_vec(),
+        subjects::COLLECTIONS_CREATE
+        | subjects::COLLECTIONS_GET
+        | subjects::COLLECTIONS_DELETE
+        | subjects::COLLECTIONS_LIST
+        | subjects::COLLECTIONS_ASK => answer_collections(searcher, subject, payload).await,
         _ => match proto::ContextRequest::decode(payload) {
             Ok(request) => context::assemble(searcher, context_config, &request)
                 .await
@@ -687,4 +724,87 @@ async fn forget(searcher: &Searcher, sessions: &[String]) -> anyhow::Result<u64>
         vectors.index.delete(&vectors.space, &removed).await?;
     }
     Ok(removed.len() as u64)
+}
+
+/// Answer one collection request.
+async fn answer_collections(searcher: &Searcher, subject: &str, payload: &[u8]) -> Vec<u8> {
+    use collections::Refused;
+    let refused = |what: &str, error: Refused| {
+        let (error, error_code) = error.reply_parts(what);
+        proto::CollectionReply {
+            error,
+            error_code,
+            ..Default::default()
+        }
+    };
+    let unreadable = |error: String| proto::CollectionReply {
+        error: format!("request is not a collection request: {error}"),
+        error_code: "invalid".to_owned(),
+        ..Default::default()
+    };
+    match subject {
+        subjects::COLLECTIONS_CREATE => match proto::CreateCollectionRequest::decode(payload) {
+            Ok(request) => match collections::create(searcher, &request).await {
+                Ok(collection) => proto::CollectionReply {
+                    collection: Some(collection),
+                    ..Default::default()
+                },
+                Err(error) => refused("creating a collection", error),
+            },
+            Err(error) => unreadable(error.to_string()),
+        }
+        .encode_to_vec(),
+        subjects::COLLECTIONS_GET => match proto::CollectionRequest::decode(payload) {
+            Ok(request) => collections::get(&searcher.pool, &request)
+                .await
+                .unwrap_or_else(|error| refused("reading a collection", error)),
+            Err(error) => unreadable(error.to_string()),
+        }
+        .encode_to_vec(),
+        subjects::COLLECTIONS_DELETE => match proto::CollectionRequest::decode(payload) {
+            Ok(request) => match collections::delete(&searcher.pool, &request).await {
+                Ok(collection) => proto::CollectionReply {
+                    collection: Some(collection),
+                    ..Default::default()
+                },
+                Err(error) => refused("deleting a collection", error),
+            },
+            Err(error) => unreadable(error.to_string()),
+        }
+        .encode_to_vec(),
+        subjects::COLLECTIONS_LIST => match proto::ListCollectionsRequest::decode(payload) {
+            Ok(request) => collections::list(&searcher.pool, &request)
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::warn!(error = %format!("{error:#}"), "listing collections failed");
+                    proto::CollectionsReply {
+                        error: "listing collections failed".to_owned(),
+                        ..Default::default()
+                    }
+                }),
+            Err(error) => proto::CollectionsReply {
+                error: format!("request is not a list request: {error}"),
+                ..Default::default()
+            },
+        }
+        .encode_to_vec(),
+        _ => match proto::AskCollectionRequest::decode(payload) {
+            Ok(request) => collections::ask(searcher, &request)
+                .await
+                .unwrap_or_else(|error| {
+                    let (error, error_code) = error.reply_parts("asking a collection");
+                    proto::AskCollectionReply {
+                        error,
+                        error_code,
+                        ..Default::default()
+                    }
+                }),
+            Err(error) => proto::AskCollectionReply {
+                error: format!("request is not an ask request: {error}"),
+                error_code: "invalid".to_owned(),
+                ..Default::default()
+            },
+        }
+        .encode_to_vec(),
+    }
 }

@@ -1,0 +1,239 @@
+//! Retention: archive sessions after some days without an event, delete archived sessions some
+//! days after they were archived. Ingest applies the policy because it owns `sessions` and
+//! `retention`: at start, every period, and whenever the policy is set; it answers
+//! `mneme.retention.get`, `.set` and `.apply` for the api.
+//!
+//! A session is archived as of the moment it became inactive for long enough (its last event
+//! plus the archive delay), not as of the run that noticed, so a policy applied late gives the
+//! same result as one applied on time. Deleting asks retrieval to forget the session's memory
+//! first and deletes the rows only once it has: when retrieval cannot answer, the sessions stay
+//! (archived, still searchable) until a later run, rather than leaving their memory found with
+//! nothing behind it. Sessions of deliberate memories (`memories`, `memories:<project>`) are
+//! never archived or deleted by age: they are what an agent chose to keep.
+
+use futures::StreamExt as _;
+use proto::{Message as _, RetentionReply, RetentionSettings, subjects};
+use sqlx::SqlitePool;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+/// One day in milliseconds.
+pub const DAY_MS: i64 = 86_400_000;
+/// The longest delay a policy may set, in days (a hundred years).
+pub const MAX_DAYS: u32 = 36_500;
+/// How long a run waits for retrieval to forget a batch of sessions.
+const FORGET_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The condition that leaves deliberate memories out of retention.
+const NOT_MEMORIES: &str = "id <> 'memories' AND id NOT LIKE 'memories:%'";
+
+/// Apply the policy every `interval` (and at start), and answer policy requests, until
+/// `shutdown` is cancelled.
+pub async fn serve(
+    client: async_nats::Client,
+    pool: SqlitePool,
+    interval: Duration,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let mut requests = futures::stream::select_all(
+        futures::future::try_join_all(
+            [
+                subjects::RETENTION_GET,
+                subjects::RETENTION_SET,
+                subjects::RETENTION_APPLY,
+            ]
+            .map(|subject| client.queue_subscribe(subject, subjects::INGEST_QUEUE.to_owned())),
+        )
+        .await?,
+    );
+    let mut tick = tokio::time::interval(interval.max(Duration::from_secs(1)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tick.tick() => {
+                if let Err(error) = apply(&client, &pool).instrument(tracing::info_span!("ingest.retention")).await {
+                    tracing::warn!(error = %format!("{error:#}"), "retention run failed");
+                }
+            }
+            Some(message) = requests.next() => {
+                let Some(reply_to) = message.reply.clone() else {
+                    continue;
+                };
+                let span = tracing::info_span!("ingest.retention", subject = %message.subject);
+                common::nats::continue_trace(&span, message.headers.as_ref());
+                let reply = answer(&client, &pool, &message.subject, &message.payload)
+                    .instrument(span)
+                    .await;
+                if let Err(error) = client.publish(reply_to, reply.encode_to_vec().into()).await {
+                    tracing::warn!(%error, "retention reply failed");
+                }
+            }
+            else => break,
+        }
+    }
+    Ok(())
+}
+
+async fn answer(
+    client: &async_nats::Client,
+    pool: &SqlitePool,
+    subject: &str,
+    payload: &[u8],
+) -> RetentionReply {
+    let failed = |error: String| RetentionReply {
+        error,
+        ..Default::default()
+    };
+    let result = match subject {
+        subjects::RETENTION_GET => settings(pool).await.map(|settings| RetentionReply {
+            settings: Some(settings),
+            ..Default::default()
+        }),
+        subjects::RETENTION_SET => match proto::RetentionSetRequest::decode(payload) {
+            Ok(request) => {
+                if request.archive_after_days > MAX_DAYS
+                    || request.delete_archived_after_days > MAX_DAYS
+                {
+                    return failed(format!("days must be at most {MAX_DAYS}"));
+                }
+                match set(pool, &request).await {
+                    Ok(()) => apply(client, pool).await,
+                    Err(error) => Err(error),
+                }
+            }
+            Err(error) => return failed(format!("request is not a retention request: {error}")),
+        },
+        _ => apply(client, pool).await,
+    };
+    result.unwrap_or_else(|error| {
+        tracing::warn!(error = %format!("{error:#}"), "retention request failed");
+        failed("retention failed".to_owned())
+    })
+}
+
+/// The policy and what its last run did.
+pub async fn settings(pool: &SqlitePool) -> anyhow::Result<RetentionSettings> {
+    let row: (i64, i64, i64, i64, i64, i64, String) = sqlx::query_as(
+        "SELECT archive_after_days, delete_archived_after_days, updated_at, last_run_at,
+                last_archived, last_deleted, last_error
+         FROM retention WHERE id = 1",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(RetentionSettings {
+        archive_after_days: row.0 as u32,
+        delete_archived_after_days: row.1 as u32,
+        updated_at_ms: row.2,
+        last_run_at_ms: row.3,
+        last_archived: row.4 as u32,
+        last_deleted: row.5 as u32,
+        last_error: row.6,
+    })
+}
+
+async fn set(pool: &SqlitePool, request: &proto::RetentionSetRequest) -> anyhow::Result<()> {
+    let mut tx = store::begin_write(pool).await?;
+    sqlx::query(
+        "UPDATE retention SET archive_after_days = ?, delete_archived_after_days = ?,
+             updated_at = ? WHERE id = 1",
+    )
+    .bind(i64::from(request.archive_after_days))
+    .bind(i64::from(request.delete_archived_after_days))
+    .bind(common::now_ms())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Apply the policy now; the reply says what this run archived and deleted.
+pub async fn apply(
+    client: &async_nats::Client,
+    pool: &SqlitePool,
+) -> anyhow::Result<RetentionReply> {
+    let policy = settings(pool).await?;
+    let now = common::now_ms();
+    let mut archived = 0;
+    if policy.archive_after_days > 0 {
+        let delay = i64::from(policy.archive_after_days) * DAY_MS;
+        let mut tx = store::begin_write(pool).await?;
+        archived = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE sessions SET archived_at = last_event_at + ?1
+             WHERE archived_at IS NULL AND last_event_at + ?1 <= ?2 AND {NOT_MEMORIES}"
+        )))
+        .bind(delay)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected() as u32;
+        tx.commit().await?;
+    }
+    let mut deleted = 0;
+    let mut error = String::new();
+    if policy.delete_archived_after_days > 0 {
+        let delay = i64::from(policy.delete_archived_after_days) * DAY_MS;
+        loop {
+            let ids: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT id FROM sessions
+                 WHERE archived_at IS NOT NULL AND archived_at + ? <= ? AND {NOT_MEMORIES}
+                 ORDER BY archived_at LIMIT ?"
+            )))
+            .bind(delay)
+            .bind(now)
+            .bind(crate::sessions::MAX_SESSIONS_PER_REQUEST as i64)
+            .fetch_all(pool)
+            .await?;
+            if ids.is_empty() {
+                break;
+            }
+            let ids: Vec<String> = ids.into_iter().map(|(id,)| id).collect();
+            if let Err(reason) = forget(client, &ids).await {
+                tracing::warn!(%reason, sessions = ids.len(), "retention kept sessions it could not forget");
+                error = format!("{reason}; the sessions stay archived until the next run");
+                break;
+            }
+            deleted += crate::sessions::delete(pool, &ids).await?.sessions;
+        }
+    }
+    let mut tx = store::begin_write(pool).await?;
+    sqlx::query(
+        "UPDATE retention SET last_run_at = ?, last_archived = ?, last_deleted = ?,
+             last_error = ? WHERE id = 1",
+    )
+    .bind(now)
+    .bind(i64::from(archived))
+    .bind(i64::from(deleted))
+    .bind(&error)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    if archived > 0 || deleted > 0 {
+        tracing::info!(archived, deleted, "retention applied");
+    }
+    Ok(RetentionReply {
+        settings: Some(settings(pool).await?),
+        archived,
+        deleted,
+        error: String::new(),
+    })
+}
+
+/// Ask retrieval to drop the memory items of these sessions.
+async fn forget(client: &async_nats::Client, ids: &[String]) -> Result<(), String> {
+    let request = proto::ForgetRequest {
+        session_ids: ids.to_vec(),
+    };
+    let asked = client.request(subjects::RETRIEVAL_FORGET, request.encode_to_vec().into());
+    let reply = match tokio::time::timeout(FORGET_TIMEOUT, asked).await {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(error)) => return Err(format!("retrieval could not be asked to forget: {error}")),
+        Err(_) => return Err("retrieval did not answer in time".to_owned()),
+    };
+    match proto::ForgetReply::decode(reply.payload) {
+        Ok(reply) if reply.error.is_empty() => Ok(()),
+        Ok(reply) => Err(format!("retrieval could not forget: {}", reply.error)),
+        Err(error) => Err(format!("unreadable forget reply: {error}")),
+    }
+}

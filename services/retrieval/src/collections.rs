@@ -1,0 +1,364 @@
+//! Collections: named sets of memory items, made from a search or a list of ids, read back
+//! whole (for export) and asked questions. Retrieval owns `collections` and
+//! `collection_items` because it owns the items they name: when `forget` drops the items of a
+//! deleted session, they leave their collections in the same transaction.
+
+use crate::search::{self, Searcher};
+use crate::{embed, items, text};
+use proto::{
+    AskCollectionReply, AskCollectionRequest, Collection, CollectionReply, CollectionRequest,
+    CollectionsReply, CreateCollectionRequest, ListCollectionsRequest, SearchHit,
+};
+use sqlx::SqlitePool;
+use std::collections::HashMap;
+
+/// The most items one collection holds, so reading or asking one stays one quick request.
+pub const MAX_ITEMS: usize = 1_000;
+/// The longest collection name.
+pub const MAX_NAME_CHARS: usize = 200;
+/// Hits an ask returns when the request does not say.
+pub const DEFAULT_ASK_LIMIT: u32 = 5;
+/// The most hits one ask returns.
+pub const MAX_ASK_LIMIT: u32 = 50;
+
+/// Why a collection request was refused, as the caller branches on it.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+impl Refused {
+    /// The error text and code of a reply; a failure of the service itself is logged here and
+    /// answered without its details.
+    pub fn reply_parts(&self, what: &str) -> (String, String) {
+        let code = match self {
+            Refused::NotFound(_) => "not_found",
+            Refused::Invalid(_) => "invalid",
+            Refused::Conflict(_) => "conflict",
+            Refused::Failed(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "{what} failed");
+                return (format!("{what} failed"), String::new());
+            }
+        };
+        (self.to_string(), code.to_owned())
+    }
+}
+
+impl From<sqlx::Error> for Refused {
+    fn from(error: sqlx::Error) -> Refused {
+        Refused::Failed(error.into())
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct CollectionRow {
+    id: i64,
+    name: String,
+    description: String,
+    query: String,
+    items: i64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl From<CollectionRow> for Collection {
+    fn from(row: CollectionRow) -> Collection {
+        Collection {
+            id: row.id,
+            name: row.name,
+            description: row.description,
+            query: row.query,
+            items: row.items as u32,
+            created_at_ms: row.created_at,
+            updated_at_ms: row.updated_at,
+        }
+    }
+}
+
+const SELECT: &str = "SELECT c.id, c.name, c.description, c.query, c.created_at, c.updated_at,
+        (SELECT count(*) FROM collection_items i WHERE i.collection_id = c.id) AS items
+     FROM collections c";
+
+async fn find(pool: &SqlitePool, id: i64) -> Result<Collection, Refused> {
+    let sql = format!("{SELECT} WHERE c.id = ?");
+    sqlx::query_as::<_, CollectionRow>(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+        .map(Collection::from)
+        .ok_or_else(|| Refused::NotFound(format!("no collection {id}")))
+}
+
+/// The ids of a collection's items, in the order they were added.
+async fn item_ids(pool: &SqlitePool, id: i64) -> Result<Vec<i64>, Refused> {
+    let rows: Vec<(i64,)> = sqlx::query_as(
+        "SELECT item_id FROM collection_items WHERE collection_id = ? ORDER BY position",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Create a collection from a search or a list of item ids.
+pub async fn create(
+    searcher: &Searcher,
+    request: &CreateCollectionRequest,
+) -> Result<Collection, Refused> {
+    let name = request.name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        return Err(Refused::Invalid(format!(
+            "a collection name is 1 to {MAX_NAME_CHARS} characters"
+        )));
+    }
+    let (ids, query) = match (&request.search, request.item_ids.is_empty()) {
+        (Some(search), true) => {
+            if search.query.trim().is_empty() {
+                return Err(Refused::Invalid("the search has no query".to_owned()));
+            }
+            let (hits, _) = searcher.search(search).await?;
+            (
+                hits.into_iter().map(|h| h.id).collect::<Vec<_>>(),
+                search.query.clone(),
+            )
+        }
+        (None, false) => (request.item_ids.clone(), String::new()),
+        _ => {
+            return Err(Refused::Invalid(
+                "give either a search or a list of item ids".to_owned(),
+            ));
+        }
+    };
+    let mut unique = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !unique.contains(&id) {
+            unique.push(id);
+        }
+    }
+    if unique.len() > MAX_ITEMS {
+        return Err(Refused::Invalid(format!(
+            "a collection holds at most {MAX_ITEMS} items"
+        )));
+    }
+    let pool = &searcher.pool;
+    let mut tx = store::begin_write(pool).await?;
+    // Ids are checked inside the write transaction, so an item forgotten meanwhile cannot slip
+    // in.
+    let mut missing = Vec::new();
+    for id in &unique {
+        let found: Option<(i64,)> = sqlx::query_as("SELECT id FROM memory_items WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if found.is_none() {
+            missing.push(id.to_string());
+        }
+    }
+    if !missing.is_empty() {
+        return Err(Refused::Invalid(format!(
+            "no memory items {}",
+            missing.join(", ")
+        )));
+    }
+    let now = common::now_ms();
+    let created: Option<(i64,)> = sqlx::query_as(
+        "INSERT INTO collections (name, description, query, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
+    )
+    .bind(name)
+    .bind(request.description.trim())
+    .bind(&query)
+    .bind(now)
+    .bind(now)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((id,)) = created else {
+        return Err(Refused::Conflict(format!(
+            "a collection named {name:?} exists"
+        )));
+    };
+    for (position, item) in unique.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO collection_items (collection_id, item_id, position) VALUES (?, ?, ?)",
+        )
+        .bind(id)
+        .bind(item)
+        .bind(position as i64)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    find(pool, id).await
+}
+
+/// Collections, most recently created first, with the total.
+pub async fn list(
+    pool: &SqlitePool,
+    request: &ListCollectionsRequest,
+) -> anyhow::Result<CollectionsReply> {
+    let limit = match request.limit {
+        0 => 50,
+        n => n.min(500),
+    };
+    let sql = format!("{SELECT} ORDER BY c.created_at DESC, c.id DESC LIMIT ? OFFSET ?");
+    let rows = sqlx::query_as::<_, CollectionRow>(sqlx::AssertSqlSafe(sql))
+        .bind(i64::from(limit))
+        .bind(i64::from(request.offset))
+        .fetch_all(pool)
+        .await?;
+    let (total,): (i64,) = sqlx::query_as("SELECT count(*) FROM collections")
+        .fetch_one(pool)
+        .await?;
+    Ok(CollectionsReply {
+        collections: rows.into_iter().map(Collection::from).collect(),
+        total: total as u32,
+        error: String::new(),
+    })
+}
+
+/// One collection with its whole items, in order.
+pub async fn get(
+    pool: &SqlitePool,
+    request: &CollectionRequest,
+) -> Result<CollectionReply, Refused> {
+    let collection = find(pool, request.id).await?;
+    let ids = item_ids(pool, request.id).await?;
+    let mut items = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(items::MAX_GET) {
+        items.extend(items::get(pool, chunk).await?);
+    }
+    Ok(CollectionReply {
+        collection: Some(collection),
+        items,
+        ..Default::default()
+    })
+}
+
+/// Delete a collection; its items stay in memory.
+pub async fn delete(pool: &SqlitePool, request: &CollectionRequest) -> Result<Collection, Refused> {
+    let collection = find(pool, request.id).await?;
+    let mut tx = store::begin_write(pool).await?;
+    sqlx::query("DELETE FROM collection_items WHERE collection_id = ?")
+        .bind(request.id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM collections WHERE id = ?")
+        .bind(request.id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(collection)
+}
+
+#[derive(sqlx::FromRow)]
+struct AskRow {
+    id: i64,
+    session_id: String,
+    project: String,
+    kind: String,
+    title: String,
+    text: String,
+    text_hash: String,
+    occurred_at: i64,
+}
+
+/// The items of a collection most relevant to a question. Every item of the collection is
+/// scored (a collection is small), with the same relevance search reports: the share of the
+/// question's words an item holds, and with a model its cosine similarity to the question.
+pub async fn ask(
+    searcher: &Searcher,
+    request: &AskCollectionRequest,
+) -> Result<AskCollectionReply, Refused> {
+    let question = request.question.trim();
+    if question.is_empty() {
+        return Err(Refused::Invalid("the question is empty".to_owned()));
+    }
+    let limit = match request.limit {
+        0 => DEFAULT_ASK_LIMIT,
+        n => n.min(MAX_ASK_LIMIT),
+    } as usize;
+    let pool = &searcher.pool;
+    let collection = find(pool, request.id).await?;
+    let rows: Vec<AskRow> = sqlx::query_as(
+        "SELECT m.id, m.session_id, m.project, m.kind, m.title, m.text, m.text_hash,
+                m.occurred_at
+         FROM collection_items i JOIN memory_items m ON m.id = i.item_id
+         WHERE i.collection_id = ? ORDER BY i.position",
+    )
+    .bind(request.id)
+    .fetch_all(pool)
+    .await?;
+    let terms = text::query_terms(question);
+    let mut cosines: HashMap<String, f32> = HashMap::new();
+    let vectors = searcher.vectors.as_ref();
+    if let Some(vectors) = vectors
+        && !rows.is_empty()
+    {
+        let query = vectors.embed_query(question).await?;
+        for chunk in rows.chunks(500) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let sql = format!(
+                "SELECT text_hash, vector FROM embedding_cache
+                 WHERE model = ? AND text_hash IN ({marks})"
+            );
+            let mut statement = sqlx::query_as::<_, (String, Vec<u8>)>(sqlx::AssertSqlSafe(sql))
+                .bind(&vectors.space.model);
+            for row in chunk {
+                statement = statement.bind(&row.text_hash);
+            }
+            for (hash, bytes) in statement.fetch_all(pool).await? {
+                cosines.insert(hash, embed::dot(&query, &embed::from_bytes(&bytes)));
+            }
+        }
+    }
+    let mut hits: Vec<SearchHit> = rows
+        .into_iter()
+        .filter_map(|row| {
+            let lexical = text::coverage(&terms, &format!("{} {}", row.title, row.text));
+            let cosine = cosines.get(&row.text_hash).copied();
+            let relevance = search::relevance(lexical, cosine, vectors.is_some());
+            if relevance <= 0.0 {
+                return None;
+            }
+            let mut found_by = Vec::new();
+            if lexical > 0.0 {
+                found_by.push("fts".to_owned());
+            }
+            if cosine.is_some() {
+                found_by.push("vector".to_owned());
+            }
+            Some(SearchHit {
+                id: row.id,
+                session_id: row.session_id,
+                project: row.project,
+                kind: row.kind,
+                title: text::snippet(&row.title, &[]).chars().take(120).collect(),
+                snippet: text::snippet(&row.text, &terms),
+                occurred_at_ms: row.occurred_at,
+                score: relevance,
+                relevance,
+                found_by,
+            })
+        })
+        .collect();
+    hits.sort_by(|a, b| {
+        b.relevance
+            .total_cmp(&a.relevance)
+            .then(a.occurred_at_ms.cmp(&b.occurred_at_ms))
+            .then(a.id.cmp(&b.id))
+    });
+    hits.truncate(limit);
+    Ok(AskCollectionReply {
+        collection: Some(collection),
+        hits,
+        mode: if vectors.is_some() { "hybrid" } else { "fts" }.to_owned(),
+        ..Default::default()
+    })
+}
