@@ -10,6 +10,7 @@
 #      port are found through the api's REST search;
 #   5. a stream of events while `compose restart ingest` and a SIGKILL of ingest and retrieval
 #      happen: every event is stored once and indexed once (counted through the api);
+#      then the same while NATS itself restarts (the hook spools and replays);
 #   6. a second box on the same store volume refuses to start;
 #   7. `compose down` then `up`: the data is still there (warm start timed too).
 #
@@ -218,21 +219,27 @@ say "3 hook events sent from the host to nats://127.0.0.1:$MNEME_NATS_PORT found
 
 # --- 5. faults in the middle of a stream ------------------------------------------------------
 total=60
+sent="$work/sent"
+echo 0 >"$sent"
 (
     for i in $(seq 1 "$total"); do
         send_prompt compose-faults "stream event mk$((100 + i))x under faults (faultword)"
+        echo "$i" >"$sent"
         sleep 0.1
     done
 ) &
 stream=$!
 sleep 2
-say "compose restart ingest, mid-stream"
+say "compose restart ingest after $(cat "$sent") of $total events"
 compose restart ingest >/dev/null 2>&1
 sleep 1
-say "docker kill (SIGKILL) ingest and retrieval, mid-stream"
-docker kill "$(compose ps -q ingest)" "$(compose ps -q retrieval)" >/dev/null
+say "docker kill (SIGKILL) of ingest and retrieval after $(cat "$sent") of $total events"
+killed=("$(compose ps -q ingest)" "$(compose ps -q retrieval)")
+docker kill "${killed[@]}" >/dev/null
 wait "$stream"
-# `docker kill` counts as a manual stop, which restart policies leave alone; start them again.
+# Docker treats `docker kill` as a deliberate stop, which `restart: unless-stopped` leaves alone
+# (a crash inside the container is restarted); start them again as an operator would.
+say "after the kill: $(docker inspect -f '{{.Name}} {{.State.Status}}' "${killed[@]}" | tr '\n' ' ')"
 compose up -d >/dev/null 2>&1
 wait_healthy "$(now)" >/dev/null
 wait_counts compose-faults faultword "$total" 90
@@ -240,6 +247,27 @@ sleep 3
 wait_counts compose-faults faultword "$total" 5
 [ -z "$(ls -A "$hook_home/spool" 2>/dev/null)" ] || fail "hook events left in the host's spool: $(ls "$hook_home/spool")"
 say "$total events while ingest restarted and ingest and retrieval were killed: $total stored, $total indexed, none doubled"
+
+# NATS itself restarted under a stream: the hook spools what it cannot publish and replays it in
+# order on a later run; the services reconnect and resume from their durable consumers.
+total_nats=30
+echo 0 >"$sent"
+(
+    for i in $(seq 1 "$total_nats"); do
+        send_prompt compose-nats "nats restart event mk$((500 + i))x (natsword)"
+        echo "$i" >"$sent"
+        sleep 0.2
+    done
+) &
+stream=$!
+sleep 2
+say "compose restart nats after $(cat "$sent") of $total_nats events"
+compose restart nats >/dev/null 2>&1
+wait "$stream"
+wait_healthy "$(now)" >/dev/null
+wait_counts compose-nats natsword "$total_nats" 90
+[ -z "$(ls -A "$hook_home/spool" 2>/dev/null)" ] || fail "hook events left in the host's spool after the nats restart"
+say "$total_nats events while nats restarted: $total_nats stored, $total_nats indexed, none doubled, spool empty"
 
 # --- 6. a second box on the same store refuses to start ---------------------------------------
 set +e
@@ -258,6 +286,7 @@ warm="$(wait_healthy "$started")"
 say "warm start (existing volumes and image) to all 6 containers healthy: ${warm}s"
 wait_counts compose-basic basicword 3 30
 wait_counts compose-faults faultword "$total" 30
+wait_counts compose-nats natsword "$total_nats" 30
 say "after down and up: both sessions still hold every event, once"
 
 say "passed (image $((image_bytes / 1000000)) MB, $(((image_bytes - model_layer_bytes) / 1000000)) MB without the model; cold start ${cold}s, warm start ${warm}s)"
