@@ -36,7 +36,14 @@ command="${1:-help}"
 case "$command" in
 nats)
     shift
-    exec nats-server --config "/etc/mneme/${MNEME_NATS_CONFIG:-nats.conf}" "$@"
+    config="${MNEME_NATS_CONFIG:-nats.conf}"
+    # nats-server stops on an unset token by itself, but an empty one would let anybody in.
+    token="${MNEME_NATS_TOKEN:-}"
+    if [ "$config" = nats-auth.conf ] && [ "${#token}" -lt 16 ]; then
+        echo "nats: refusing to start: $config needs MNEME_NATS_TOKEN of 16 characters or more" >&2
+        exit 78
+    fi
+    exec nats-server --config "/etc/mneme/$config" "$@"
     ;;
 ingest | retrieval | compressor | pattern)
     shift

@@ -12,7 +12,9 @@
 #      happen: every event is stored once and indexed once (counted through the api);
 #      then the same while NATS itself restarts (the hook spools and replays);
 #   6. a second box on the same store volume refuses to start;
-#   7. `compose down` then `up`: the data is still there (warm start timed too).
+#   7. `compose down` then `up`: the data is still there (warm start timed too);
+#   8. NATS with nats-auth.conf: the services authenticate, a hook without the token is refused
+#      (and spools), a hook with it gets through (and replays what was spooled).
 #
 # Usage: bash tests/compose.sh   (from anywhere; needs root or the docker group, and debootstrap
 # unless the base image exists). MNEME_COMPOSE_KEEP=1 leaves the stack running afterwards.
@@ -166,7 +168,8 @@ hook_home="$work/hook"
 send_prompt() {
     local session="$1" text="$2"
     printf '{"hook_event_name":"UserPromptSubmit","session_id":"%s","cwd":"/work/compose-demo","prompt":"%s"}' "$session" "$text" |
-        MNEME_NATS_URL="nats://127.0.0.1:$MNEME_NATS_PORT" MNEME_HOME="$hook_home" MNEME_HOOK_DEBUG=1 \
+        MNEME_NATS_URL="nats://127.0.0.1:$MNEME_NATS_PORT" MNEME_NATS_TOKEN="${hook_token:-}" \
+            MNEME_HOME="$hook_home" MNEME_HOOK_DEBUG=1 \
             MNEME_HOOK_ACK_TIMEOUT_MS=3000 MNEME_HOOK_CONNECT_TIMEOUT_MS=2000 \
             target/debug/mneme-hook claude-code >/dev/null 2>>"$work/hook-stderr"
 }
@@ -227,7 +230,7 @@ echo 0 >"$sent"
 (
     for i in $(seq 1 "$total"); do
         send_prompt compose-faults "stream event mk$((100 + i))x under faults (faultword)"
-        echo "$i" >"$sent"
+        echo "$i" >"$sent.tmp" && mv "$sent.tmp" "$sent"
         sleep 0.1
     done
 ) &
@@ -259,7 +262,7 @@ echo 0 >"$sent"
 (
     for i in $(seq 1 "$total_nats"); do
         send_prompt compose-nats "nats restart event mk$((500 + i))x (natsword)"
-        echo "$i" >"$sent"
+        echo "$i" >"$sent.tmp" && mv "$sent.tmp" "$sent"
         sleep 0.2
     done
 ) &
@@ -292,5 +295,22 @@ wait_counts compose-basic basicword 3 30
 wait_counts compose-faults faultword "$total" 30
 wait_counts compose-nats natsword "$total_nats" 30
 say "after down and up: both sessions still hold every event, once"
+
+# --- 8. NATS behind a token, as for a box other machines reach ------------------------------
+compose down >/dev/null 2>&1
+MNEME_NATS_CONFIG=nats-auth.conf
+MNEME_NATS_TOKEN="nats-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+export MNEME_NATS_CONFIG MNEME_NATS_TOKEN
+compose up -d >/dev/null 2>&1
+wait_healthy "$(now)" >/dev/null
+say "with nats-auth.conf every service authenticated with MNEME_NATS_TOKEN and is healthy"
+: >"$work/hook-stderr"
+hook_token="" send_prompt compose-auth "a hook without the token mk901x (authword)"
+grep -q "spooled:.*[Aa]uthorization" "$work/hook-stderr" || fail "a hook without the token was not refused: $(cat "$work/hook-stderr")"
+[ "$(spooled)" = 1 ] || fail "the refused event was not spooled"
+hook_token="$MNEME_NATS_TOKEN" send_prompt compose-auth "a hook with the token mk902x (authword)"
+wait_counts compose-auth authword 2 60
+[ "$(spooled)" = 0 ] || fail "the refused event was not replayed"
+say "a hook without the token was refused (its event spooled); with the token, both events arrived"
 
 say "passed (image $((image_bytes / 1000000)) MB, $(((image_bytes - model_layer_bytes) / 1000000)) MB without the model; cold start ${cold}s, warm start ${warm}s)"
