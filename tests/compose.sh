@@ -118,6 +118,11 @@ if ! docker image inspect "$binaries" >/dev/null 2>&1; then
     tar --owner=0 --group=0 -C "$stage" -c out | docker import - "$binaries" >/dev/null
 fi
 rm -rf "$stage"
+# Only the newest binaries and image are kept, so repeated runs do not fill the disk.
+for old in $(docker images --format '{{.Repository}}:{{.Tag}}' mneme-binaries); do
+    [ "$old" = "$binaries" ] || docker rmi "$old" >/dev/null 2>&1 || true
+done
+previous="$(docker image inspect -f '{{.Id}}' "$MNEME_IMAGE" 2>/dev/null || true)"
 
 started="$(now)"
 docker build -q \
@@ -126,6 +131,11 @@ docker build -q \
     --build-arg RUNTIME_IMAGE=debian:bookworm-slim \
     -t "$MNEME_IMAGE" . >/dev/null
 say "image $MNEME_IMAGE built in $(since "$started")s"
+if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect -f '{{.Id}}' "$MNEME_IMAGE")" ]; then
+    docker rmi "$previous" >/dev/null 2>&1 || true
+fi
+# The skipped builder stage still leaves an untagged image holding the build context.
+docker image prune -f --filter label=org.mneme.stage=builder >/dev/null
 image_bytes="$(docker image inspect -f '{{.Size}}' "$MNEME_IMAGE")"
 model_bytes="$(du -sb "$model_dir" | cut -f1)"
 model_layer_bytes="$(docker run --rm --entrypoint du "$MNEME_IMAGE" -sb /usr/share/mneme/model | cut -f1)"
