@@ -65,7 +65,8 @@ RUN if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then \
         && apt-get install -y --no-install-recommends ca-certificates \
         && rm -rf /var/lib/apt/lists/*; \
     fi \
- && useradd --system --uid 10001 --user-group --home-dir /data --no-create-home --shell /usr/sbin/nologin mneme \
+ && groupadd --system --gid 10001 mneme \
+ && useradd --system --uid 10001 --gid mneme --home-dir /data --no-create-home --shell /usr/sbin/nologin mneme \
  && mkdir -p /data /etc/mneme \
  && chown mneme:mneme /data
 # The model comes first: it changes far less often than the binaries, so its layer stays cached.
