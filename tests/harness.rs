@@ -405,6 +405,19 @@ pub fn binary(name: &str) -> PathBuf {
         // The test runner sets CARGO_MANIFEST_DIR; build scripts that watch it (ring's does)
         // would otherwise rebuild, and the next test build would rebuild them back.
         build.env_remove("CARGO_MANIFEST_DIR");
+        // The same holds for the package variables the test runner sets (ring's build script
+        // watches `CARGO_PKG_NAME` and the version parts): with them, every test run rebuilt
+        // everything that depends on ring, and the next plain build rebuilt it back.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if key.starts_with("CARGO_PKG_")
+                || key.starts_with("CARGO_MANIFEST_")
+                || key == "CARGO_CRATE_NAME"
+                || key == "CARGO_PRIMARY_PACKAGE"
+            {
+                build.env_remove(key.as_ref());
+            }
+        }
         if profile == "release" {
             build.arg("--release");
         }

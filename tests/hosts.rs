@@ -417,3 +417,101 @@ async fn cursor_running_claude_code_hooks_stores_one_action_once_under_cursor() 
         0
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_oversized_context_is_cut_to_each_hosts_cap() {
+    // A budget far above every host's cap, so that the cap is what binds.
+    let mut app = App::bare();
+    app.start_services_core(retrieval::RetrievalArgs {
+        context_tokens: 10_000,
+        ..crate::harness::retrieval_args()
+    })
+    .await;
+    let project = tempfile::tempdir().unwrap();
+    let project = project.path().to_str().unwrap().to_owned();
+    // Greek text takes two bytes a character, so a context that fits a cap counted in characters
+    // overflows the hosts whose cap is counted in bytes (Codex, Kiro): the hook must cut it.
+    let greek = |i: usize| {
+        format!("σημείωση {i}: η εξαγωγή τιμολογίων αποτυγχάνει όταν το καλάθι είναι άδειο, ")
+            .repeat(6)
+    };
+    let mut stored = 0;
+    for session in 0..3 {
+        let session_id = format!("earlier-{session}");
+        for prompt in 0..8 {
+            let payload = serde_json::json!({"hook_event_name":"UserPromptSubmit",
+                "session_id":session_id,"cwd":project,"prompt":greek(session * 10 + prompt)});
+            let (output, _) = app.hook_as("claude-code", payload.to_string().as_bytes(), &[]);
+            assert!(output.status.success());
+            stored += 1;
+        }
+    }
+    let compact = serde_json::json!({"hook_event_name":"PostCompact","session_id":"earlier-2",
+        "cwd":project,"trigger":"auto","compact_summary":greek(99).repeat(20)});
+    let (output, _) = app.hook_as("claude-code", compact.to_string().as_bytes(), &[]);
+    assert!(output.status.success());
+    app.wait_indexed(stored + 1).await;
+
+    // (host, the event that carries session-start context, base payload, cap, cap in bytes?)
+    let cases = [
+        (
+            "claude-code",
+            "SessionStart",
+            serde_json::json!({"session_id":"n1","cwd":project}),
+            10_000,
+            false,
+        ),
+        (
+            "codex",
+            "SessionStart",
+            serde_json::json!({"session_id":"n2","turn_id":"t","cwd":project,"model":"gpt-5.5"}),
+            9_000,
+            true,
+        ),
+        (
+            "kimi",
+            "UserPromptSubmit",
+            serde_json::json!({"session_id":"n3","cwd":project,"prompt":[{"type":"text","text":"τιμολόγια"}]}),
+            10_000,
+            false,
+        ),
+        (
+            "cursor",
+            "sessionStart",
+            serde_json::json!({"conversation_id":"n4","workspace_roots":[project]}),
+            10_000,
+            false,
+        ),
+        (
+            "kiro",
+            "agentSpawn",
+            serde_json::json!({"session_id":"n5","cwd":project}),
+            10_000,
+            true,
+        ),
+        (
+            "gemini",
+            "SessionStart",
+            serde_json::json!({"session_id":"n6","cwd":project}),
+            10_000,
+            false,
+        ),
+    ];
+    for (host, event, mut payload, cap, in_bytes) in cases {
+        payload["hook_event_name"] = event.into();
+        let (output, _) = app.hook_as(host, payload.to_string().as_bytes(), &[]);
+        let text = context_of(host, event, &output).unwrap_or_else(|| panic!("{host}: no context"));
+        // Plain-text hosts get the context and one newline; the cap is on the context.
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        let size = if in_bytes {
+            text.len()
+        } else {
+            text.chars().count()
+        };
+        assert!(size <= cap, "{host}: {size} over its cap of {cap}");
+        // Retrieval fills whole lines up to the cap, so a full context is over half of it; in
+        // bytes, the Greek text is twice that, so the hook itself had to cut for Codex and Kiro.
+        assert!(size > cap / 2, "{host}: only {size} of {cap}");
+        assert!(text.contains("σημείωση"), "{host}: {text}");
+    }
+}

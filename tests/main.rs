@@ -16,3 +16,4 @@ mod memory;
 mod pipeline;
 mod retrieval;
 mod surface;
+mod traces;

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 /// The most events one request may carry.
 pub const MAX_EVENTS_PER_REQUEST: usize = 100;
@@ -311,15 +312,18 @@ pub async fn publish(state: &State, event: &Event) -> ApiResult<()> {
     let jetstream = async_nats::jetstream::new(state.nats.clone());
     let mut headers = async_nats::HeaderMap::new();
     headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
-    common::nats::inject_trace(&mut headers);
+    let subject = event.subject();
+    let span = tracing::info_span!("api.publish", event_id = %event.id, session_id = %event.session_id, %subject);
+    span.in_scope(|| common::nats::inject_trace(&mut headers));
     let send = async {
         jetstream
-            .publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
+            .publish_with_headers(subject, headers, event.encode_to_vec().into())
             .await
             .map_err(|e| e.to_string())?
             .await
             .map_err(|e| e.to_string())
-    };
+    }
+    .instrument(span);
     match tokio::time::timeout(ACK_TIMEOUT, send).await {
         Ok(Ok(_)) => {
             state

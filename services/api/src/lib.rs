@@ -43,6 +43,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 /// Where the api listens unless told otherwise: loopback, on a port of its own.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7437";
@@ -182,13 +183,21 @@ impl State {
         subject: &str,
         request: &impl proto::Message,
     ) -> ApiResult<R> {
+        // The request has a span of its own, so the service's answer joins a trace even when
+        // no span is open around this call.
+        let span = tracing::info_span!("api.ask", subject);
         let mut headers = async_nats::HeaderMap::new();
-        common::nats::inject_trace(&mut headers);
+        span.in_scope(|| common::nats::inject_trace(&mut headers));
         let ask = async_nats::Request::new()
             .payload(request.encode_to_vec().into())
             .headers(headers)
             .timeout(Some(ASK_TIMEOUT));
-        match self.nats.send_request(subject.to_owned(), ask).await {
+        match self
+            .nats
+            .send_request(subject.to_owned(), ask)
+            .instrument(span)
+            .await
+        {
             Ok(reply) => R::decode(reply.payload)
                 .map_err(|e| ApiError::internal(&format!("reading {service}'s reply"), e)),
             Err(error) => {

@@ -278,7 +278,7 @@ pub fn document() -> Value {
                 ("200", ok("Items in order; `anchor` is the index of the one asked about.", json!({"type": "object", "properties": {"anchor": {"type": "integer"}, "items": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}}}}))),
                 &["400", "401", "404", "429", "503"], false)},
             "/v1/items": {"get": operation("items", "Step 3 of 3: whole items by id.",
-                json!([{"name": "ids", "in": "query", "required": true, "description": "Item ids, comma-separated (at most 100).", "schema": {"type": "string", "pattern": "^[0-9]+(,[0-9]+)*$"}}]),
+                json!([{"name": "ids", "in": "query", "required": true, "description": "Item ids, comma-separated (at most 100).", "schema": {"type": "string", "pattern": "^[0-9]{1,18}(,[0-9]{1,18}){0,99}$"}}]),
                 ("200", ok("The items that exist.", json!({"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}}}}))), &read_errors, false)},
             "/v1/items/{id}": {"get": operation("item", "One whole item.", json!([path_id("id", item_id.clone())]),
                 ("200", ok("The item.", json!({"$ref": "#/components/schemas/Item"}))), &["400", "401", "404", "429", "503"], false)},

@@ -63,17 +63,22 @@ pub fn init(service: &str, log_format: &str, otel_endpoint: Option<&str>) -> Tel
             });
     let mut builder = SdkTracerProvider::builder().with_resource(
         opentelemetry_sdk::Resource::builder()
-            .with_service_name(format!("mneme-{service}"))
+            .with_service_name(service_name(service))
             .build(),
     );
     if let Some(exporter) = exporter {
         builder = builder.with_batch_exporter(exporter);
     }
     let provider = Some(builder.build());
+    // Spans follow their own filter, not `MNEME_LOG`: a quieter log must not drop the spans
+    // whose ids carry the trace across NATS (a disabled span injects no `traceparent`). The
+    // exporter's own HTTP/2 stack stays out, so exporting never produces spans to export.
     let otel_layer = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer(service.to_owned()))
-            .with_filter(filter())
+            .with_filter(EnvFilter::new(
+                "info,sqlx=warn,async_nats=warn,h2=off,hyper=off,tonic=off,tower=off",
+            ))
     });
 
     let installed = tracing_subscriber::registry()
@@ -86,6 +91,15 @@ pub fn init(service: &str, log_format: &str, otel_endpoint: Option<&str>) -> Tel
     }
     TelemetryGuard {
         provider: if installed { provider } else { None },
+    }
+}
+
+/// The `service.name` of a service's spans: `mneme-<service>`, and `mneme` itself for `mneme up`.
+pub fn service_name(service: &str) -> String {
+    if service == "mneme" || service.starts_with("mneme-") {
+        service.to_owned()
+    } else {
+        format!("mneme-{service}")
     }
 }
 

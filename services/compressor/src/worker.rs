@@ -117,21 +117,28 @@ impl Worker {
     async fn handle(&self, messages: Vec<jetstream::Message>) {
         let mut sessions: BTreeMap<String, (i64, tracing::Span)> = BTreeMap::new();
         let mut good = Vec::with_capacity(messages.len());
+        // Each notice's span stays open until the batch holding it is acked or given back.
+        let mut notices = Vec::with_capacity(messages.len());
         for message in messages {
             match proto::ObservationStored::decode(message.payload.as_ref()) {
                 Ok(stored) if !stored.session_id.is_empty() && stored.observation_id > 0 => {
+                    let span = tracing::info_span!(
+                        "compressor.notice",
+                        subject = %message.subject,
+                        event_id = %stored.event_id,
+                        session_id = %stored.session_id,
+                    );
+                    common::nats::continue_trace(&span, message.headers.as_ref());
                     let entry = sessions
                         .entry(stored.session_id.clone())
-                        .or_insert_with(|| {
-                            let span = tracing::info_span!(
-                                "compressor.session",
-                                session_id = %stored.session_id,
-                            );
-                            common::nats::continue_trace(&span, message.headers.as_ref());
-                            (0, span)
-                        });
-                    entry.0 = entry.0.max(stored.observation_id);
+                        .or_insert_with(|| (0, span.clone()));
+                    // What the session's walk writes is announced under the trace of the
+                    // latest notice it covers.
+                    if stored.observation_id > entry.0 {
+                        *entry = (stored.observation_id, span.clone());
+                    }
                     good.push(message);
+                    notices.push(span);
                 }
                 Ok(_) => {
                     self.dead_letter(&message, "notice has no session or observation id")
@@ -166,7 +173,7 @@ impl Worker {
                         }
                         self.counters.handled();
                     }
-                    self.refine(written);
+                    self.refine(written, &spans);
                 } else {
                     nak(&good).await;
                 }
@@ -233,14 +240,25 @@ impl Worker {
 
     /// Let the LLM compressor rewrite new summaries and checkpoints in the background; the
     /// heuristic rows stay when it cannot.
-    fn refine(&self, written: Vec<Written>) {
+    fn refine(&self, written: Vec<Written>, spans: &BTreeMap<String, tracing::Span>) {
         let Some(llm) = &self.llm else { return };
         for w in written
             .into_iter()
             .filter(|w| w.kind != "structured" && w.compressor == "heuristic")
         {
             let (llm, jetstream) = (llm.clone(), self.jetstream.clone());
-            let span = tracing::info_span!("compressor.llm", kind = w.kind, id = w.id);
+            // The rewrite belongs to the trace of the notice (or the request) that made the row.
+            let parent = spans
+                .get(&w.session_id)
+                .and_then(tracing::Span::id)
+                .or_else(|| tracing::Span::current().id());
+            let span = tracing::info_span!(
+                parent: parent,
+                "compressor.llm",
+                kind = w.kind,
+                id = w.id,
+                session_id = %w.session_id,
+            );
             self.refining.spawn(
                 async move {
                     match llm.refine(&w).await {
@@ -298,7 +316,7 @@ impl Worker {
             Ok((Some(id), written)) => {
                 self.announce(&written, |_| None).await;
                 let structured = written.iter().filter(|w| w.kind == "structured").count();
-                self.refine(written);
+                self.refine(written, &BTreeMap::new());
                 proto::CompressReply {
                     summary_id: id,
                     structured: structured as u32,
@@ -326,7 +344,7 @@ impl Worker {
         match self.compressor.checkpoint(&request.session_id).await {
             Ok((Some(row), written)) => {
                 self.announce(&written, |_| None).await;
-                self.refine(written);
+                self.refine(written, &BTreeMap::new());
                 proto::CheckpointReply {
                     checkpoint_id: row.id,
                     text: row.text,

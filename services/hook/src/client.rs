@@ -5,6 +5,8 @@ use crate::adapter::{self, Want};
 use crate::config::HookConfig;
 use crate::hosts;
 use crate::spool::Spool;
+use crate::trace::HookTrace;
+use opentelemetry::trace::SpanKind;
 use proto::context_request::Moment;
 use proto::event::Payload;
 use proto::{Event, Message as _};
@@ -79,7 +81,8 @@ pub fn run(
             hosts::names().join(", ")
         );
         adapter::invalid(&mut event, &input, reason, &sanitizer);
-        return deliver_only(config, &event);
+        let trace = HookTrace::start(&event);
+        return deliver_only(config, &event, trace);
     };
     let mut event = match input {
         Ok(input) => adapter::normalise(adapter, &input, &sanitizer),
@@ -102,6 +105,7 @@ pub fn run(
         return Outcome::Duplicate;
     }
 
+    let trace = HookTrace::start(&event);
     let state = config.home.join("hook-state");
     let want = (adapter.wants)(&event, &state);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -116,22 +120,60 @@ pub fn run(
             return spool_or_fail(config, &event, &format!("tokio: {error}"));
         }
     };
-    let (outcome, context) =
-        runtime.block_on(deliver(config, &event, want, adapter.max_context_chars));
+    let (outcome, context) = runtime.block_on(deliver(
+        config,
+        &event,
+        want,
+        adapter.max_context_chars,
+        &trace,
+    ));
     if let Some(text) = (adapter.render)(&event, context.as_deref()) {
         let _ = writeln!(out, "{text}");
     }
+    // The host has its answer before the spans leave.
+    let _ = out.flush();
+    export_trace(config, &runtime, trace, &outcome);
     outcome
 }
 
 /// Publish (or spool) an event that takes no context.
-fn deliver_only(config: &HookConfig, event: &Event) -> Outcome {
+fn deliver_only(config: &HookConfig, event: &Event, trace: HookTrace) -> Outcome {
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(deliver(config, event, Want::Nothing, 0)).0,
+        Ok(runtime) => {
+            let outcome = runtime
+                .block_on(deliver(config, event, Want::Nothing, 0, &trace))
+                .0;
+            export_trace(config, &runtime, trace, &outcome);
+            outcome
+        }
         Err(error) => spool_or_fail(config, event, &format!("tokio: {error}")),
+    }
+}
+
+/// Send the run's spans when an OTLP endpoint is configured. The export is bounded by
+/// `MNEME_HOOK_OTLP_TIMEOUT_MS`, and without an endpoint nothing is built at all, so tracing
+/// costs the agent nothing unless it was asked for.
+fn export_trace(
+    config: &HookConfig,
+    runtime: &tokio::runtime::Runtime,
+    trace: HookTrace,
+    outcome: &Outcome,
+) {
+    let Some(endpoint) = &config.otel_endpoint else {
+        return;
+    };
+    let outcome = match outcome {
+        Outcome::Published { .. } => "published",
+        Outcome::Spooled { .. } => "spooled",
+        Outcome::Disabled => "disabled",
+        Outcome::Duplicate => "duplicate",
+        Outcome::Failed { .. } => "failed",
+    };
+    if let Err(reason) = runtime.block_on(trace.export(endpoint, config.otel_timeout, outcome)) {
+        log(config, &format!("traces not exported: {reason}"));
     }
 }
 
@@ -165,6 +207,7 @@ async fn deliver(
     event: &Event,
     want: Want,
     max_chars: usize,
+    trace: &HookTrace,
 ) -> (Outcome, Option<String>) {
     let client = match connect(config).await {
         Ok(client) => client,
@@ -173,14 +216,16 @@ async fn deliver(
     let jetstream = async_nats::jetstream::new(client.clone());
     let spool = Spool::new(&config.spool_dir);
     let publish = async {
-        if spool.has_pending() {
+        let span = trace.child("hook.publish", SpanKind::Producer, &event.subject());
+        let parent = trace.traceparent(span.id());
+        let outcome = if spool.has_pending() {
             // Older events are waiting: queue behind them so each session stays in order.
             if let Err(error) = spool.write(&event.id, &event.encode_to_vec()) {
                 return Outcome::Failed {
                     reason: format!("spool write: {error}"),
                 };
             }
-            match replay(config, &jetstream, &spool).await {
+            match replay(config, &jetstream, &spool, Some((&event.id, &parent))).await {
                 Ok(replayed) if !spool.has_pending() => Outcome::Published { replayed },
                 Ok(_) => Outcome::Spooled {
                     reason: "replay budget spent or another replay running".to_owned(),
@@ -188,14 +233,20 @@ async fn deliver(
                 Err(reason) => Outcome::Spooled { reason },
             }
         } else {
-            match publish(config, &jetstream, event).await {
+            match publish(config, &jetstream, event, &parent).await {
                 Ok(()) => Outcome::Published { replayed: 0 },
                 Err(reason) => spool_or_fail(config, event, &reason),
             }
-        }
+        };
+        let error = match &outcome {
+            Outcome::Published { .. } | Outcome::Disabled | Outcome::Duplicate => None,
+            Outcome::Spooled { reason } | Outcome::Failed { reason } => Some(reason.as_str()),
+        };
+        trace.end(span, error);
+        outcome
     };
     let context = async {
-        let ask = |moment| fetch_context(config, &client, event, moment, max_chars);
+        let ask = |moment| fetch_context(config, &client, event, moment, max_chars, trace);
         match want {
             Want::Nothing => None,
             Want::SessionStart => ask(Moment::SessionStart).await,
@@ -239,13 +290,11 @@ async fn publish(
     config: &HookConfig,
     jetstream: &async_nats::jetstream::Context,
     event: &Event,
+    traceparent: &str,
 ) -> Result<(), String> {
     let mut headers = async_nats::HeaderMap::new();
     headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
-    headers.insert(
-        proto::subjects::TRACEPARENT_HEADER,
-        traceparent(event).as_str(),
-    );
+    headers.insert(proto::subjects::TRACEPARENT_HEADER, traceparent);
     let send = async {
         jetstream
             .publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
@@ -262,11 +311,13 @@ async fn publish(
 }
 
 /// Replay spooled events in order, each acked before its file is removed. Returns how many were
-/// replayed; stops at the first failure or when the budget is spent.
+/// replayed; stops at the first failure or when the budget is spent. `current` is this run's
+/// event id and `traceparent`, so the event that queued behind the spool keeps its trace.
 async fn replay(
     config: &HookConfig,
     jetstream: &async_nats::jetstream::Context,
     spool: &Spool,
+    current: Option<(&str, &str)>,
 ) -> Result<usize, String> {
     let lock = spool.try_lock().map_err(|e| format!("spool lock: {e}"))?;
     let Some(_lock) = lock else { return Ok(0) };
@@ -283,7 +334,13 @@ async fn replay(
             }
             let bytes = std::fs::read(&path).map_err(|e| format!("spool read: {e}"))?;
             match Event::decode(bytes.as_slice()) {
-                Ok(event) => publish(config, jetstream, &event).await?,
+                Ok(event) => {
+                    let parent = match current {
+                        Some((id, parent)) if id == event.id => parent.to_owned(),
+                        _ => traceparent(&event),
+                    };
+                    publish(config, jetstream, &event, &parent).await?;
+                }
                 Err(error) => {
                     // A damaged file must not block every later event; keep it aside for a human.
                     let aside = path.with_extension("corrupt");
@@ -314,7 +371,7 @@ pub async fn drain_spool(config: &HookConfig) -> Result<usize, String> {
     }
     let client = connect(config).await?;
     let jetstream = async_nats::jetstream::new(client);
-    replay(config, &jetstream, &spool).await
+    replay(config, &jetstream, &spool, None).await
 }
 
 /// Ask retrieval for context within the budget; `None` on any failure or silence.
@@ -324,12 +381,34 @@ async fn fetch_context(
     event: &Event,
     moment: Moment,
     max_chars: usize,
+    trace: &HookTrace,
 ) -> Option<String> {
     let prompt = match (&event.payload, moment) {
         (Some(Payload::Prompt(p)), Moment::Prompt) => p.text.clone(),
         (_, Moment::Prompt) => return None,
         _ => String::new(),
     };
+    let span = trace.child(
+        "hook.context",
+        SpanKind::Client,
+        proto::subjects::RETRIEVAL_CONTEXT,
+    );
+    let parent = trace.traceparent(span.id());
+    let answer = ask_context(config, client, event, moment, max_chars, prompt, &parent).await;
+    trace.end(span, answer.as_ref().err().map(String::as_str));
+    answer.ok().flatten()
+}
+
+/// One context request with `traceparent` in its headers; silence and errors are `Err`.
+async fn ask_context(
+    config: &HookConfig,
+    client: &async_nats::Client,
+    event: &Event,
+    moment: Moment,
+    max_chars: usize,
+    prompt: String,
+    traceparent: &str,
+) -> Result<Option<String>, String> {
     let request = proto::ContextRequest {
         moment: moment as i32,
         agent: event.agent,
@@ -341,10 +420,7 @@ async fn fetch_context(
         budget_tokens: 0,
     };
     let mut headers = async_nats::HeaderMap::new();
-    headers.insert(
-        proto::subjects::TRACEPARENT_HEADER,
-        traceparent(event).as_str(),
-    );
+    headers.insert(proto::subjects::TRACEPARENT_HEADER, traceparent);
     let ask = client.request_with_headers(
         proto::subjects::RETRIEVAL_CONTEXT,
         headers,
@@ -352,13 +428,15 @@ async fn fetch_context(
     );
     let reply = tokio::time::timeout(config.context_timeout, ask)
         .await
-        .ok()?
-        .ok()?;
-    let reply = proto::ContextReply::decode(reply.payload).ok()?;
-    Some(reply.text).filter(|t| !t.trim().is_empty())
+        .map_err(|_| format!("no context within {:?}", config.context_timeout))?
+        .map_err(|e| format!("context request: {e}"))?;
+    let reply =
+        proto::ContextReply::decode(reply.payload).map_err(|e| format!("context reply: {e}"))?;
+    Ok(Some(reply.text).filter(|t| !t.trim().is_empty()))
 }
 
-/// A W3C traceparent whose trace id is the event id, so the trace of an event is found by its id.
+/// A W3C traceparent whose trace id is the event id, for events replayed from the spool by a
+/// later run (whose own spans belong to another event).
 fn traceparent(event: &Event) -> String {
     let span = proto::new_event_id();
     format!("00-{}-{}-01", event.id, &span[16..])

@@ -25,6 +25,10 @@ pub struct HookConfig {
     pub replay_budget: Duration,
     /// `MNEME_HOOK_STDIN_TIMEOUT_MS` (default 2000): how long to wait for the host's payload.
     pub stdin_timeout: Duration,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: where the hook sends its spans (OTLP/gRPC); none when unset.
+    pub otel_endpoint: Option<String>,
+    /// `MNEME_HOOK_OTLP_TIMEOUT_MS` (default 300): how long the export of the spans may take.
+    pub otel_timeout: Duration,
     /// `MNEME_DISABLED=1` turns the hook into a no-op.
     pub disabled: bool,
     /// `MNEME_HOOK_DEBUG=1` reports failures on stderr as well as in the hook log.
@@ -53,6 +57,8 @@ impl HookConfig {
             context_timeout: millis("MNEME_HOOK_CONTEXT_TIMEOUT_MS", 400),
             replay_budget: millis("MNEME_HOOK_REPLAY_BUDGET_MS", 2000),
             stdin_timeout: millis("MNEME_HOOK_STDIN_TIMEOUT_MS", 2000),
+            otel_endpoint: var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            otel_timeout: millis("MNEME_HOOK_OTLP_TIMEOUT_MS", 300),
             disabled: var("MNEME_DISABLED").is_some_and(|v| v != "0"),
             debug: var("MNEME_HOOK_DEBUG").is_some_and(|v| v != "0"),
             home,

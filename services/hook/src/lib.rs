@@ -22,4 +22,5 @@ pub mod install;
 pub mod kimi;
 pub mod kiro;
 pub mod spool;
+pub mod trace;
 pub mod transcript;

@@ -78,19 +78,28 @@ async fn handle(
 ) {
     let mut sessions: BTreeMap<String, (i64, tracing::Span)> = BTreeMap::new();
     let mut good = Vec::with_capacity(messages.len());
+    // Each notice's span stays open until the batch holding it is acked or given back.
+    let mut notices = Vec::with_capacity(messages.len());
     for message in messages {
         match proto::ObservationStored::decode(message.payload.as_ref()) {
             Ok(stored) if !stored.session_id.is_empty() && stored.observation_id > 0 => {
+                let span = tracing::info_span!(
+                    "pattern.notice",
+                    subject = %message.subject,
+                    event_id = %stored.event_id,
+                    session_id = %stored.session_id,
+                );
+                common::nats::continue_trace(&span, message.headers.as_ref());
                 let entry = sessions
                     .entry(stored.session_id.clone())
-                    .or_insert_with(|| {
-                        let span =
-                            tracing::info_span!("pattern.session", session_id = %stored.session_id);
-                        common::nats::continue_trace(&span, message.headers.as_ref());
-                        (0, span)
-                    });
-                entry.0 = entry.0.max(stored.observation_id);
+                    .or_insert_with(|| (0, span.clone()));
+                // What the session's walk finds is announced under the trace of the latest
+                // notice it covers.
+                if stored.observation_id > entry.0 {
+                    *entry = (stored.observation_id, span.clone());
+                }
                 good.push(message);
+                notices.push(span);
             }
             Ok(_) => {
                 dead_letter(

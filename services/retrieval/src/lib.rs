@@ -316,7 +316,16 @@ pub async fn run(
             continue;
         };
         let (client, searcher, counters) = (client.clone(), searcher.clone(), counters.clone());
-        let span = tracing::info_span!("retrieval.request", subject = %message.subject);
+        let span = tracing::info_span!(
+            "retrieval.request",
+            subject = %message.subject,
+            session_id = tracing::field::Empty,
+        );
+        if message.subject.as_str() == subjects::RETRIEVAL_CONTEXT
+            && let Ok(request) = proto::ContextRequest::decode(message.payload.as_ref())
+        {
+            span.record("session_id", request.session_id.as_str());
+        }
         common::nats::continue_trace(&span, message.headers.as_ref());
         answering.spawn(
             async move {
@@ -418,22 +427,45 @@ impl Feed {
         }
     }
 
-    fn decode(self, payload: &[u8]) -> Result<Work, String> {
-        match self {
+    /// The work a notice asks for, with the span that follows the notice's trace (its session,
+    /// and the event id when the notice names one).
+    fn decode(self, message: &jetstream::Message) -> Result<(Work, tracing::Span), String> {
+        let payload = message.payload.as_ref();
+        let (work, session_id, event_id) = match self {
             Feed::Observations => proto::ObservationStored::decode(payload)
-                .map(|n| Work::Observation(n.observation_id))
-                .map_err(|e| format!("not an ObservationStored: {e}")),
+                .map(|n| {
+                    (
+                        Work::Observation(n.observation_id),
+                        n.session_id,
+                        n.event_id,
+                    )
+                })
+                .map_err(|e| format!("not an ObservationStored: {e}"))?,
             Feed::Compressor => {
                 let notice = proto::MemoryWritten::decode(payload)
                     .map_err(|e| format!("not a MemoryWritten: {e}"))?;
-                derived::Source::of_compressor(&notice.kind, notice.id)
-                    .map(Work::Derived)
-                    .ok_or_else(|| format!("unknown compressor kind {:?}", notice.kind))
+                let source = derived::Source::of_compressor(&notice.kind, notice.id)
+                    .ok_or_else(|| format!("unknown compressor kind {:?}", notice.kind))?;
+                (Work::Derived(source), notice.session_id, String::new())
             }
             Feed::Patterns => proto::PatternUpdated::decode(payload)
-                .map(|n| Work::Derived(derived::Source::Pattern(n.pattern_id)))
-                .map_err(|e| format!("not a PatternUpdated: {e}")),
+                .map(|n| {
+                    let source = derived::Source::Pattern(n.pattern_id);
+                    (Work::Derived(source), n.session_id, String::new())
+                })
+                .map_err(|e| format!("not a PatternUpdated: {e}"))?,
+        };
+        let span = tracing::info_span!(
+            "retrieval.index",
+            subject = %message.subject,
+            session_id = %session_id,
+            event_id = tracing::field::Empty,
+        );
+        if !event_id.is_empty() {
+            span.record("event_id", event_id.as_str());
         }
+        common::nats::continue_trace(&span, message.headers.as_ref());
+        Ok((work, span))
     }
 }
 
@@ -501,9 +533,14 @@ async fn indexer(
             },
         };
         let mut work = Vec::with_capacity(messages.len());
+        // Each notice's span stays open until the batch holding it is acked.
+        let mut spans = Vec::with_capacity(messages.len());
         for message in &messages {
-            match feed.decode(message.payload.as_ref()) {
-                Ok(w) => work.push(w),
+            match feed.decode(message) {
+                Ok((w, span)) => {
+                    work.push(w);
+                    spans.push(span);
+                }
                 Err(reason) => {
                     common::streams::dead_letter(&jetstream, SERVICE, message, &reason).await
                 }
