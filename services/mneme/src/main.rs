@@ -43,6 +43,9 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Probe only SERVICE and exit non-zero unless it answers (a container health check).
+        #[arg(long, value_name = "SERVICE", value_parser = clap::builder::PossibleValuesParser::new(status::SERVICES))]
+        check: Option<String>,
     },
     /// Search memory: a compact index of matching items (step 1 of 3).
     Search(memory::SearchArgs),
@@ -78,7 +81,12 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Up(args) => up::run(*args).await,
-        Command::Status { common, json } => status::status(&common, json).await,
+        Command::Status {
+            common,
+            check: Some(service),
+            ..
+        } => status::check(&common, &service).await,
+        Command::Status { common, json, .. } => status::status(&common, json).await,
         Command::Search(args) => memory::search(args).await,
         Command::Timeline(args) => memory::timeline(args).await,
         Command::Get(args) => memory::get(args).await,

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Services whose health `status` reports.
-const SERVICES: [&str; 5] = ["ingest", "retrieval", "compressor", "pattern", "api"];
+pub const SERVICES: [&str; 5] = ["ingest", "retrieval", "compressor", "pattern", "api"];
 
 pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
     let report = collect(common).await;
@@ -54,6 +54,25 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
     ] {
         println!("{key:<23} {}", report[key]);
     }
+    Ok(())
+}
+
+/// Probe one service only, quickly and without touching the store, so a container health check
+/// costs one NATS round trip; an error (and so a non-zero exit) says why it is not healthy.
+pub async fn check(common: &CommonArgs, service: &str) -> anyhow::Result<()> {
+    let client = tokio::time::timeout(Duration::from_secs(2), connect(common))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .ok_or_else(|| anyhow::anyhow!("nats at {} unreachable", common.nats_url))?;
+    let health = probe(&client, service).await;
+    if health["ok"] != true {
+        anyhow::bail!(
+            "{service} is not healthy: {}",
+            health["detail"].as_str().unwrap_or("no detail")
+        );
+    }
+    println!("{service} ok: {}", health["detail"].as_str().unwrap_or(""));
     Ok(())
 }
 

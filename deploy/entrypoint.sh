@@ -1,0 +1,71 @@
+#!/bin/sh
+# The mneme image's entry point: the first argument chooses what the container runs.
+#
+#   nats                               nats-server with /etc/mneme/$MNEME_NATS_CONFIG
+#   ingest|retrieval|compressor|pattern  that service, holding its store lock (below)
+#   api                                the HTTP api and dashboard
+#   healthcheck <name>                 exit 0 when <name> (nats, api or a service) is healthy
+#   anything else                      run as given (`mneme status`, `mneme-hook …`, `sh`)
+#
+# Every service replaces this shell (exec), so it is process 1 and receives SIGTERM itself.
+set -eu
+
+# Each service that writes the store keeps an exclusive lock beside the database for as long as
+# it runs. A second box started on the same volume (another compose project, a `docker run`)
+# finds the lock taken and refuses to start, instead of a second writer consuming a different
+# NATS stream into the same tables. The kernel drops the lock when the process dies, so a crash
+# or `docker kill` never leaves a stale one behind.
+hold_store_lock() {
+    db="${MNEME_DB:-${MNEME_HOME:-/data}/mneme.db}"
+    lock="$db.$1.lock"
+    mkdir -p "$(dirname "$lock")"
+    # Descriptor 9 stays open across exec, and with it the lock.
+    exec 9>>"$lock"
+    if ! flock --nonblock 9; then
+        echo "mneme-$1: refusing to start: another mneme-$1 holds $lock, so a second box is using this store" >&2
+        exit 75
+    fi
+}
+
+# A health check over plain HTTP with bash's /dev/tcp: the image has no curl or wget, and needs none.
+http_ok() {
+    bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n" "$2" >&3 && head -n 1 <&3 | grep -q " 200 "' _ "$1" "$2"
+}
+
+command="${1:-help}"
+case "$command" in
+nats)
+    shift
+    config="${MNEME_NATS_CONFIG:-nats.conf}"
+    # nats-server stops on an unset token by itself, but an empty one would let anybody in.
+    token="${MNEME_NATS_TOKEN:-}"
+    if [ "$config" = nats-auth.conf ] && [ "${#token}" -lt 16 ]; then
+        echo "nats: refusing to start: $config needs MNEME_NATS_TOKEN of 16 characters or more" >&2
+        exit 78
+    fi
+    exec nats-server --config "/etc/mneme/$config" "$@"
+    ;;
+ingest | retrieval | compressor | pattern)
+    shift
+    hold_store_lock "$command"
+    exec "mneme-$command" "$@"
+    ;;
+api)
+    shift
+    exec mneme-api "$@"
+    ;;
+healthcheck)
+    case "${2:-}" in
+    # JetStream must be up too, not only the client port: the services create streams at start.
+    nats) http_ok 8222 "/healthz?js-enabled-only=true" ;;
+    api) addr="${MNEME_API_ADDR:-127.0.0.1:7437}" && http_ok "${addr##*:}" /healthz ;;
+    *) exec mneme status --check "${2:-}" >/dev/null ;;
+    esac
+    ;;
+help | --help | -h)
+    sed -n '2,9s/^# \{0,1\}//p' "$0"
+    ;;
+*)
+    exec "$@"
+    ;;
+esac

