@@ -74,6 +74,23 @@ pub fn normalise(host: &Host, input: &[u8], sanitizer: &sanitize::Sanitizer) -> 
     event
 }
 
+/// The payload of a subagent's start or stop: hosts name the two events differently but carry
+/// the same four facts about the subagent.
+pub fn subagent(start: bool, subagent: proto::Subagent) -> Payload {
+    if start {
+        Payload::SubagentStart(subagent)
+    } else {
+        Payload::SubagentStop(subagent)
+    }
+}
+
+/// Normalise with the default sanitiser: what every adapter's unit tests start from.
+#[cfg(test)]
+pub fn normalise_default(host: &Host, input: &str) -> Event {
+    let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default()).unwrap();
+    normalise(host, input.as_bytes(), &sanitizer)
+}
+
 /// A fresh envelope for `agent`: new id, now, this machine and user, no payload.
 pub fn envelope(agent: Agent) -> Event {
     let now = now_ms();

@@ -102,11 +102,7 @@ pub fn fill_claude_shaped(
                 transcript_path: take_str(object, "agent_transcript_path"),
                 last_message: take_str(object, "last_assistant_message"),
             };
-            if name == "SubagentStart" {
-                Payload::SubagentStart(subagent)
-            } else {
-                Payload::SubagentStop(subagent)
-            }
+            adapter::subagent(name == "SubagentStart", subagent)
         }
         "PreCompact" | "PostCompact" => {
             let compact = proto::Compact {

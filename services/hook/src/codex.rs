@@ -51,8 +51,7 @@ mod tests {
     use proto::event::Payload;
 
     fn normalise(input: &str) -> Event {
-        let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default()).unwrap();
-        adapter::normalise(&HOST, input.as_bytes(), &sanitizer)
+        adapter::normalise_default(&HOST, input)
     }
 
     #[test]

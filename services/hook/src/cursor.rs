@@ -108,11 +108,7 @@ fn fill(event: &mut Event, object: &mut Map<String, Value>, sanitizer: &sanitize
                 transcript_path: take_str(object, "agent_transcript_path"),
                 last_message: take_str(object, "summary"),
             };
-            if name == "subagentStart" {
-                Payload::SubagentStart(subagent)
-            } else {
-                Payload::SubagentStop(subagent)
-            }
+            adapter::subagent(name == "subagentStart", subagent)
         }
         "preCompact" => Payload::PreCompact(proto::Compact {
             trigger: take_str(object, "trigger"),
@@ -191,8 +187,7 @@ mod tests {
     use super::*;
 
     fn normalise(input: &str) -> Event {
-        let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default()).unwrap();
-        adapter::normalise(&HOST, input.as_bytes(), &sanitizer)
+        adapter::normalise_default(&HOST, input)
     }
 
     #[test]

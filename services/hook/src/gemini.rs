@@ -113,8 +113,7 @@ mod tests {
     use super::*;
 
     fn normalise(input: &str) -> Event {
-        let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default()).unwrap();
-        adapter::normalise(&HOST, input.as_bytes(), &sanitizer)
+        adapter::normalise_default(&HOST, input)
     }
 
     #[test]

@@ -75,11 +75,7 @@ fn fill(event: &mut Event, object: &mut Map<String, Value>, sanitizer: &sanitize
                 transcript_path: String::new(),
                 last_message: take_str(object, "response"),
             };
-            if name == "SubagentStart" {
-                Payload::SubagentStart(subagent)
-            } else {
-                Payload::SubagentStop(subagent)
-            }
+            adapter::subagent(name == "SubagentStart", subagent)
         }
         "PreCompact" => Payload::PreCompact(proto::Compact {
             trigger: take_str(object, "trigger"),
@@ -217,8 +213,7 @@ mod tests {
     use super::*;
 
     fn normalise(input: &str) -> Event {
-        let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default()).unwrap();
-        adapter::normalise(&HOST, input.as_bytes(), &sanitizer)
+        adapter::normalise_default(&HOST, input)
     }
 
     #[test]
