@@ -1,5 +1,5 @@
-# One image holding every mneme service binary, nats-server and the embedding model; the command
-# chooses the service (`docker run mneme ingest`, `… retrieval`, `… api`, `… nats`, or any binary
+# One image holding mneme (every service: `mneme serve <service>`), mneme-hook, nats-server and
+# the embedding model; the command chooses the service (`docker run mneme ingest`, `… retrieval`, `… api`, `… nats`, or any binary
 # with its arguments, such as `… mneme status`).
 #
 #   docker build -t mneme .                       # the whole build, with internet access
@@ -47,10 +47,9 @@ RUN if [ "$BINARIES" != builder ]; then exit 0; fi \
         && printf '[source.crates-io]\nreplace-with = "vendored"\n[source.vendored]\ndirectory = "vendor"\n' >.cargo/config.toml; \
     fi \
  && CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --release --locked \
-        --bin mneme --bin mneme-hook --bin mneme-ingest --bin mneme-retrieval \
-        --bin mneme-compressor --bin mneme-pattern --bin mneme-api \
+        --bin mneme --bin mneme-hook \
  && cd target/release \
- && cp mneme mneme-hook mneme-ingest mneme-retrieval mneme-compressor mneme-pattern mneme-api /out/bin/ \
+ && cp mneme mneme-hook /out/bin/ \
  && rm -rf /src/target
 
 # Either the builder stage above or a prebuilt image; the runtime copies from whichever it is.

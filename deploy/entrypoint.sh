@@ -48,11 +48,11 @@ nats)
 ingest | retrieval | compressor | pattern)
     shift
     hold_store_lock "$command"
-    exec "mneme-$command" "$@"
+    exec mneme serve "$command" "$@"
     ;;
 api)
     shift
-    exec mneme-api "$@"
+    exec mneme serve api "$@"
     ;;
 healthcheck)
     case "${2:-}" in

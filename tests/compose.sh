@@ -88,7 +88,7 @@ if [ -n "${MNEME_COMPOSE_IMAGE:-}" ]; then
     docker image inspect "$MNEME_IMAGE" >/dev/null || fail "no image $MNEME_IMAGE"
     model_dir=""
 else
-    bins=(mneme mneme-hook mneme-ingest mneme-retrieval mneme-compressor mneme-pattern mneme-api)
+    bins=(mneme mneme-hook)
     for bin in "${bins[@]}"; do
         [ -x "target/debug/$bin" ] || fail "target/debug/$bin is missing: run cargo build --workspace --bins first"
     done

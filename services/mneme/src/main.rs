@@ -1,7 +1,7 @@
 //! `mneme`: the command a developer runs.
 //!
 //! - `mneme up` runs every service in one process (starting a local `nats-server` when
-//!   `MNEME_NATS_URL` is not set);
+//!   `MNEME_NATS_URL` is not set), and `mneme serve <service>` runs one of them;
 //! - `mneme status` shows counts and service health;
 //! - `mneme search`, `timeline`, `get` and `context` read memory the way an agent does;
 //! - `mneme hooks install|uninstall|status` wires agent hosts to `mneme-hook`;
@@ -15,6 +15,7 @@ mod import;
 mod import_formats;
 mod memory;
 mod nats_server;
+mod serve;
 mod status;
 mod up;
 
@@ -36,6 +37,11 @@ struct Cli {
 enum Command {
     /// Run every service in this process until interrupted.
     Up(Box<up::UpArgs>),
+    /// Run one service in this process until interrupted (what the container image runs).
+    Serve {
+        #[command(subcommand)]
+        service: Box<serve::Service>,
+    },
     /// Show what is stored and which services answer.
     Status {
         #[command(flatten)]
@@ -81,6 +87,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Up(args) => up::run(*args).await,
+        Command::Serve { service } => serve::run(*service).await,
         Command::Status {
             common,
             check: Some(service),
