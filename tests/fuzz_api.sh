@@ -36,13 +36,16 @@ curl -fsS -X POST "$base/v1/events" -H "authorization: Bearer $token" -H 'conten
     -d '[{"session_id":"fuzz-1","kind":"prompt","text":"fuzz the websocket reconnect"},
          {"session_id":"fuzz-1","kind":"memory","text":"schemathesis found nothing","concepts":["testing"]}]' >/dev/null
 
-# The live stream never ends, so it is left out; everything else is generated from the document,
-# with the token so that write endpoints are exercised beyond their auth check.
+# The live stream never ends, so it is left out; so is the JSON-lines import, whose body type
+# (application/x-ndjson) schemathesis cannot generate (tests/api.rs sends it bad lines instead).
+# Everything else is generated from the document, with the token so that write endpoints are
+# exercised beyond their auth check.
 schemathesis run "$base/v1/openapi.json" \
     --url "$base" \
     --checks not_a_server_error \
     --header "authorization: Bearer $token" \
     --exclude-path /v1/stream \
+    --exclude-path /v1/import \
     --max-examples "${FUZZ_EXAMPLES:-40}" \
     --request-timeout 10 \
     --no-color
