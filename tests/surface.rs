@@ -351,10 +351,15 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
         || last["spooled"] != 0
         || last["services"]["retrieval"]["ok"] != true
     {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "mneme up never stored the event: {last}"
-        );
+        if std::time::Instant::now() >= deadline {
+            // What `up` said, and whether it is still running, tell a lost port race (the api
+            // or NATS port taken between the test choosing it and `up` binding it) from a bug.
+            let log = std::fs::read_to_string(home.path().join("up.log")).unwrap_or_default();
+            panic!(
+                "mneme up never stored the event: {last}\nup exited: {:?}\nup.log:\n{log}",
+                up.try_wait()
+            );
+        }
         std::thread::sleep(Duration::from_millis(200));
         last = status();
     }
