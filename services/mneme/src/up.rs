@@ -63,14 +63,22 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         tracing::info!(url = %server.url, store = %store_dir.display(), "started local nats-server");
         local = Some(server);
     }
-    // One write, so a reader that takes only the first line cannot make a later print fail.
-    println!(
-        "mneme is up: nats {}, store {}\napi and dashboard on http://{} (MCP at /mcp)\nhooks publish to {}; stop with ctrl-c",
+    // Formatted first and written once, and a failed write ignored: a reader that takes only
+    // the first line and closes the pipe must not make `up` fail (println! writes the pieces of
+    // its format one by one, and panics on a closed pipe).
+    let banner = format!(
+        "mneme is up: nats {}, store {}\napi and dashboard on http://{} (MCP at /mcp)\nhooks publish to {}; stop with ctrl-c\n",
         common.nats_url,
         common.db_path().display(),
         api_args.addr,
         common.nats_url
     );
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(banner.as_bytes());
+        let _ = stdout.flush();
+    }
 
     tokio::spawn(drain_spool(common.nats_url.clone(), shutdown.clone()));
     let result = tokio::try_join!(
