@@ -309,12 +309,12 @@ async fn real_transcripts_become_summaries_checkpoints_and_patterns() {
     // A redelivered notice changes nothing.
     let store = app.store().await;
     let again = compressor::Compressor::new(store.pool().clone(), 30_000)
-        .process(&[(replays[0].session_id.clone(), i64::MAX)])
+        .process(&[(replays[0].session_id.clone(), i64::MAX)], &[])
         .await
         .unwrap();
     assert!(again.is_empty());
     let again = pattern::Detector::new(store.pool().clone())
-        .process(&[(replays[0].session_id.clone(), i64::MAX)])
+        .process(&[(replays[0].session_id.clone(), i64::MAX)], &[])
         .await
         .unwrap();
     assert!(again.is_empty());
@@ -677,4 +677,170 @@ async fn summary_state(app: &App, session: &str) -> (String, i64) {
     .await
     .pop()
     .unwrap()
+}
+
+/// Deleting a session reaches every service that made something of it: the compressor drops
+/// its structured observations, summary, checkpoint and cursor; the pattern service recounts a
+/// pattern also seen elsewhere and deletes one seen only there; retrieval drops the memory items
+/// of all of them. Nobody but ingest is asked: the others learn it from ingest's notice, and a
+/// repeated notice changes nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_session_removes_what_every_service_made_of_it() {
+    let app = App::start().await;
+    let project = "/work/shop";
+    let session = |id: &str, extra: &str| {
+        vec![
+            serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": id, "cwd": project,
+                "prompt": format!("We decided to keep the invoice totals in integer cents. {extra}")}),
+            serde_json::json!({"hook_event_name": "PostToolUse", "session_id": id, "cwd": project,
+                "tool_name": "Edit", "tool_use_id": format!("{id}-edit"),
+                "tool_input": {"file_path": format!("{project}/src/invoice.rs"), "old_string": "f64", "new_string": "i64"},
+                "tool_response": {"success": true}}),
+            serde_json::json!({"hook_event_name": "PreCompact", "session_id": id, "cwd": project,
+                "trigger": "manual", "custom_instructions": ""}),
+            serde_json::json!({"hook_event_name": "SessionEnd", "session_id": id, "cwd": project, "reason": "exit"}),
+        ]
+    };
+    let doomed = session("doomed", "We decided to drop the legacy PDF renderer.");
+    let kept = session("kept", "");
+    for payload in doomed.iter().chain(kept.iter()) {
+        let (output, _) = app.hook(payload.to_string().as_bytes());
+        assert!(output.status.success());
+    }
+    let of = |table: &str, session: &str| {
+        format!("SELECT count(*) FROM {table} WHERE session_id = '{session}'")
+    };
+    for table in [
+        "structured_observations",
+        "session_summaries",
+        "checkpoints",
+    ] {
+        for id in ["doomed", "kept"] {
+            let n = app
+                .wait_for_count(&of(table, id), 1, Duration::from_secs(30))
+                .await;
+            assert!(n >= 1, "no {table} row for {id}");
+        }
+    }
+    let shared = "SELECT count(*) FROM patterns WHERE kind = 'decision' AND text LIKE '%integer cents%' AND sessions = 2";
+    assert_eq!(
+        app.wait_for_count(shared, 1, Duration::from_secs(30)).await,
+        1
+    );
+    let only_doomed = "SELECT count(*) FROM patterns WHERE text LIKE '%legacy PDF renderer%'";
+    assert_eq!(
+        app.wait_for_count(only_doomed, 1, Duration::from_secs(30))
+            .await,
+        1
+    );
+    // Retrieval indexed the summaries, checkpoints and patterns as memory items.
+    for source in ["summary", "checkpoint", "structured"] {
+        let sql = format!(
+            "SELECT count(*) FROM memory_items WHERE source = '{source}' AND session_id = 'doomed'"
+        );
+        assert!(
+            app.wait_for_count(&sql, 1, Duration::from_secs(30)).await >= 1,
+            "no {source} item"
+        );
+    }
+    let pattern_items = "SELECT count(*) FROM memory_items WHERE source = 'pattern' AND text LIKE '%legacy PDF renderer%'";
+    assert_eq!(
+        app.wait_for_count(pattern_items, 1, Duration::from_secs(30))
+            .await,
+        1
+    );
+    let kept_before = app
+        .count("SELECT count(*) FROM memory_items WHERE session_id = 'kept'")
+        .await;
+
+    let reply: proto::SessionsChangedReply = app
+        .ask(
+            proto::subjects::SESSIONS_DELETE,
+            &proto::DeleteSessionsRequest {
+                session_ids: vec!["doomed".to_owned()],
+            },
+        )
+        .await;
+    assert_eq!((reply.sessions, reply.error.as_str()), (1, ""));
+
+    let gone = [
+        of("structured_observations", "doomed"),
+        of("session_summaries", "doomed"),
+        of("checkpoints", "doomed"),
+        of("compressor_sessions", "doomed"),
+        of("pattern_occurrences", "doomed"),
+        of("pattern_failures", "doomed"),
+        of("pattern_sessions", "doomed"),
+        of("memory_items", "doomed"),
+        only_doomed.to_owned(),
+        pattern_items.to_owned(),
+    ];
+    let cleaned = crate::harness::wait_until(Duration::from_secs(30), || async {
+        let mut left = 0;
+        for sql in &gone {
+            left += app.count(sql).await;
+        }
+        left == 0
+    })
+    .await;
+    let mut left = Vec::new();
+    for sql in &gone {
+        left.push((sql.clone(), app.count(sql).await));
+    }
+    assert!(
+        cleaned.is_ok(),
+        "rows of the deleted session remain: {left:?}"
+    );
+
+    // The shared decision is recounted onto the session that remains, and still findable.
+    let recounted: (i64, i64, String, String) = sqlx::query_as(
+        "SELECT occurrences, sessions, first_session_id, last_session_id FROM patterns
+         WHERE kind = 'decision' AND text LIKE '%integer cents%'",
+    )
+    .fetch_one(app.store().await.pool())
+    .await
+    .unwrap();
+    assert_eq!(recounted, (1, 1, "kept".to_owned(), "kept".to_owned()));
+    let shared_item = "SELECT count(*) FROM memory_items WHERE source = 'pattern' AND session_id = 'kept' AND text LIKE '%integer cents%'";
+    assert_eq!(
+        app.wait_for_count(shared_item, 1, Duration::from_secs(30))
+            .await,
+        1
+    );
+    for table in [
+        "structured_observations",
+        "session_summaries",
+        "checkpoints",
+    ] {
+        assert!(
+            app.count(&of(table, "kept")).await >= 1,
+            "{table} of the kept session went too"
+        );
+    }
+
+    // Deleting again repeats the notice; what remains stays as it is.
+    let again: proto::SessionsChangedReply = app
+        .ask(
+            proto::subjects::SESSIONS_DELETE,
+            &proto::DeleteSessionsRequest {
+                session_ids: vec!["doomed".to_owned()],
+            },
+        )
+        .await;
+    assert_eq!((again.sessions, again.error.as_str()), (0, ""));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kept_after = app
+        .count("SELECT count(*) FROM memory_items WHERE session_id = 'kept'")
+        .await;
+    assert!(
+        kept_after >= kept_before,
+        "items of the kept session went: {kept_before} -> {kept_after}"
+    );
+    let still: (i64, i64) = sqlx::query_as(
+        "SELECT occurrences, sessions FROM patterns WHERE kind = 'decision' AND text LIKE '%integer cents%'",
+    )
+    .fetch_one(app.store().await.pool())
+    .await
+    .unwrap();
+    assert_eq!(still, (1, 1));
 }

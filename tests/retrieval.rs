@@ -1131,7 +1131,7 @@ async fn the_in_memory_full_text_index_scores_exactly_as_fts5() {
             ..i.clone()
         })
         .collect();
-    let (removed, written) = retrieval::index::replace_items(pool, &lexical, &replaced)
+    let (removed, written) = retrieval::index::replace_items(pool, &lexical, &replaced, &[])
         .await
         .unwrap();
     assert_eq!((removed.len(), written), (replaced.len(), replaced.len()));

@@ -15,6 +15,10 @@ pub const INGEST_CONSUMER: &str = "ingest";
 
 /// Emitted by ingest after an observation is committed ([`crate::ObservationStored`]).
 pub const OBSERVATION_STORED: &str = "mneme.ingest.stored";
+/// Emitted by ingest after sessions were deleted ([`crate::SessionsDeleted`]); the services
+/// holding rows made from them read it on the same durable consumer as
+/// [`OBSERVATION_STORED`], so it arrives after every notice of those sessions.
+pub const SESSIONS_DELETED: &str = "mneme.ingest.deleted";
 /// JetStream stream holding everything ingest emits, for downstream durable consumers.
 pub const INGEST_STREAM: &str = "MNEME_INGEST";
 /// Wildcard matching everything ingest emits.

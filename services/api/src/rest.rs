@@ -581,7 +581,8 @@ async fn unarchive_session(state: AppState, Path(id): Path<String>) -> ApiResult
 }
 
 /// Delete a session: ingest deletes what it stored, then retrieval forgets the memory made of
-/// it, so nothing of the session is found again.
+/// it, so nothing of the session is found again. The compressor and the pattern service drop
+/// their rows on ingest's notice of the delete, a moment later.
 async fn delete_session(state: AppState, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = session_id(&id)?;
     let reply: proto::SessionsChangedReply = state

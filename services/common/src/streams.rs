@@ -70,7 +70,7 @@ pub struct Durable<'a> {
     pub name: &'a str,
     pub description: &'a str,
     /// Subjects of the stream this consumer reads; empty for all of them.
-    pub filter_subject: &'a str,
+    pub filter_subjects: &'a [&'a str],
     /// How long JetStream waits for an ack before redelivering a message.
     pub ack_wait: Duration,
     /// The most messages handed over at once.
@@ -85,22 +85,25 @@ pub async fn pull_batches(
     durable: Durable<'_>,
 ) -> anyhow::Result<impl futures::Stream<Item = Vec<jetstream::Message>> + Unpin + Send + use<>> {
     use futures::StreamExt as _;
+    // Created or updated in place (not `get_or_create`), so a consumer made by an older version
+    // picks up subjects added to it since, keeping its position in the stream.
     let consumer: jetstream::consumer::PullConsumer = js
         .get_stream(durable.stream)
         .await
         .with_context(|| format!("opening stream {}", durable.stream))?
-        .get_or_create_consumer(
-            durable.name,
-            jetstream::consumer::pull::Config {
-                durable_name: Some(durable.name.to_owned()),
-                description: Some(durable.description.to_owned()),
-                filter_subject: durable.filter_subject.to_owned(),
-                ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                ack_wait: durable.ack_wait,
-                max_ack_pending: 20_000,
-                ..Default::default()
-            },
-        )
+        .create_consumer(jetstream::consumer::pull::Config {
+            durable_name: Some(durable.name.to_owned()),
+            description: Some(durable.description.to_owned()),
+            filter_subjects: durable
+                .filter_subjects
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            ack_policy: jetstream::consumer::AckPolicy::Explicit,
+            ack_wait: durable.ack_wait,
+            max_ack_pending: 20_000,
+            ..Default::default()
+        })
         .await
         .with_context(|| format!("creating consumer {} on {}", durable.name, durable.stream))?;
     let batch = durable.batch.max(1);

@@ -71,6 +71,29 @@ pub struct Walk {
     pub now: i64,
 }
 
+/// Delete every row made from these sessions (structured observations, summaries, checkpoints
+/// and the walk's cursor), for sessions ingest deleted; returns how many rows went. The LLM
+/// usage rows stay: they hold only token counts, and the daily budget must not be reset by a
+/// delete.
+pub async fn forget_sessions(tx: &mut SqliteConnection, sessions: &[String]) -> sqlx::Result<u64> {
+    let mut rows = 0;
+    for session in sessions {
+        for sql in [
+            "DELETE FROM structured_observations WHERE session_id = ?",
+            "DELETE FROM session_summaries WHERE session_id = ?",
+            "DELETE FROM checkpoints WHERE session_id = ?",
+            "DELETE FROM compressor_sessions WHERE session_id = ?",
+        ] {
+            rows += sqlx::query(sql)
+                .bind(session)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        }
+    }
+    Ok(rows)
+}
+
 /// Read the session's observations after its cursor, up to `upto`, and write what they make:
 /// structured observations, checkpoints at compactions, a summary at session end or past the
 /// token threshold. Returns what was written; nothing when the cursor is already past `upto`
@@ -881,7 +904,7 @@ mod tests {
         f.edit("src/parser.rs").await;
         let last_edit = f.edit("src/parser.rs").await;
         let written = compressor
-            .process(&[("s".into(), last_edit)])
+            .process(&[("s".into(), last_edit)], &[])
             .await
             .unwrap();
         // One row, announced once with its latest revision.
@@ -899,14 +922,14 @@ mod tests {
         // Redelivered notices change nothing.
         assert!(
             compressor
-                .process(&[("s".into(), last_edit)])
+                .process(&[("s".into(), last_edit)], &[])
                 .await
                 .unwrap()
                 .is_empty()
         );
         assert!(
             compressor
-                .process(&[("s".into(), 2)])
+                .process(&[("s".into(), 2)], &[])
                 .await
                 .unwrap()
                 .is_empty()
@@ -943,7 +966,10 @@ mod tests {
                 "",
             )
             .await;
-        let written = compressor.process(&[("s".into(), post)]).await.unwrap();
+        let written = compressor
+            .process(&[("s".into(), post)], &[])
+            .await
+            .unwrap();
         let kinds: Vec<&str> = written.iter().map(|w| w.kind).collect();
         assert_eq!(kinds, vec!["structured", "structured", "checkpoint"]);
         assert_eq!(
@@ -967,7 +993,7 @@ mod tests {
         let end = f
             .add("session_end", "", "session ended (other)", "", "", "")
             .await;
-        let written = compressor.process(&[("s".into(), end)]).await.unwrap();
+        let written = compressor.process(&[("s".into(), end)], &[]).await.unwrap();
         assert_eq!(written.len(), 1);
         let (status, files): (String, String) =
             sqlx::query_as("SELECT status, files_modified FROM session_summaries")
@@ -995,7 +1021,10 @@ mod tests {
         )
         .await;
         let last = f.edit("src/import.rs").await;
-        let written = compressor.process(&[("s".into(), last)]).await.unwrap();
+        let written = compressor
+            .process(&[("s".into(), last)], &[])
+            .await
+            .unwrap();
         let summary = written
             .iter()
             .find(|w| w.kind == "summary")
@@ -1008,7 +1037,10 @@ mod tests {
         assert_eq!(status, "partial");
         // The counter starts again: a small step does not rewrite it.
         let next = f.edit("src/other.rs").await;
-        let written = compressor.process(&[("s".into(), next)]).await.unwrap();
+        let written = compressor
+            .process(&[("s".into(), next)], &[])
+            .await
+            .unwrap();
         assert!(written.iter().all(|w| w.kind != "summary"));
     }
 }

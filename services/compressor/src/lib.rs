@@ -155,8 +155,14 @@ impl Compressor {
         }
     }
 
-    /// Walk each session up to the observation id given with it; one transaction.
-    pub async fn process(&self, sessions: &[(String, i64)]) -> anyhow::Result<Vec<Written>> {
+    /// Walk each session up to the observation id given with it, then drop every row made from
+    /// the `deleted` sessions; one transaction. Deleting last is safe whatever the order of the
+    /// notices: a deleted session's observations are gone, so its walk writes nothing.
+    pub async fn process(
+        &self,
+        sessions: &[(String, i64)],
+        deleted: &[String],
+    ) -> anyhow::Result<Vec<Written>> {
         let _turn = self.lock.lock().await;
         let mut tx = store::begin_write(&self.pool).await?;
         let mut writes = Writes::default();
@@ -164,6 +170,13 @@ impl Compressor {
             db::walk_session(&mut tx, session, *upto, self.walk(), &mut writes)
                 .await
                 .with_context(|| format!("compressing session {session}"))?;
+        }
+        if !deleted.is_empty() {
+            let rows = db::forget_sessions(&mut tx, deleted)
+                .await
+                .context("forgetting deleted sessions")?;
+            tracing::info!(sessions = deleted.len(), rows, "forgot deleted sessions");
+            writes.0.retain(|w| !deleted.contains(&w.session_id));
         }
         tx.commit().await.context("committing")?;
         Ok(writes.0)

@@ -43,7 +43,7 @@ pub async fn run(
             stream: subjects::INGEST_STREAM,
             name: subjects::COMPRESSOR_CONSUMER,
             description: "compressor: structure and summarise observations",
-            filter_subject: subjects::OBSERVATION_STORED,
+            filter_subjects: &[subjects::OBSERVATION_STORED, subjects::SESSIONS_DELETED],
             ack_wait: ACK_WAIT,
             batch: BATCH,
         },
@@ -119,7 +119,28 @@ impl Worker {
         let mut good = Vec::with_capacity(messages.len());
         // Each notice's span stays open until the batch holding it is acked or given back.
         let mut notices = Vec::with_capacity(messages.len());
+        let mut deleted: Vec<String> = Vec::new();
         for message in messages {
+            if message.subject.as_str() == subjects::SESSIONS_DELETED {
+                match proto::SessionsDeleted::decode(message.payload.as_ref()) {
+                    Ok(notice) => {
+                        let span = tracing::info_span!(
+                            "compressor.deleted",
+                            subject = %message.subject,
+                            sessions = notice.session_ids.len(),
+                        );
+                        common::nats::continue_trace(&span, message.headers.as_ref());
+                        deleted.extend(notice.session_ids);
+                        good.push(message);
+                        notices.push(span);
+                    }
+                    Err(error) => {
+                        self.dead_letter(&message, &format!("not a SessionsDeleted: {error}"))
+                            .await
+                    }
+                }
+                continue;
+            }
             match proto::ObservationStored::decode(message.payload.as_ref()) {
                 Ok(stored) if !stored.session_id.is_empty() && stored.observation_id > 0 => {
                     let span = tracing::info_span!(
@@ -157,7 +178,7 @@ impl Worker {
             .iter()
             .map(|(session, (upto, _))| (session.clone(), *upto))
             .collect();
-        match self.compressor.process(&work).await {
+        match self.compressor.process(&work, &deleted).await {
             Ok(written) => {
                 let spans: BTreeMap<String, tracing::Span> = sessions
                     .into_iter()

@@ -194,7 +194,12 @@ pub async fn apply(
                 error = format!("{reason}; the sessions stay archived until the next run");
                 break;
             }
-            deleted += crate::sessions::delete(pool, &ids).await?.sessions;
+            let reply = crate::sessions::delete(client, pool, &ids).await?;
+            deleted += reply.sessions;
+            if !reply.error.is_empty() {
+                error = reply.error;
+                break;
+            }
         }
     }
     let mut tx = store::begin_write(pool).await?;

@@ -47,7 +47,7 @@ pub async fn serve(
         let reply = if message.subject.as_str() == subjects::SESSIONS_IMPORT {
             import(&pool, &message.payload).instrument(span).await
         } else {
-            answer(&pool, &message.subject, &message.payload)
+            answer(&client, &pool, &message.subject, &message.payload)
                 .instrument(span)
                 .await
                 .encode_to_vec()
@@ -59,7 +59,12 @@ pub async fn serve(
     Ok(())
 }
 
-async fn answer(pool: &SqlitePool, subject: &str, payload: &[u8]) -> proto::SessionsChangedReply {
+async fn answer(
+    client: &async_nats::Client,
+    pool: &SqlitePool,
+    subject: &str,
+    payload: &[u8],
+) -> proto::SessionsChangedReply {
     let failed = |error: String| proto::SessionsChangedReply {
         error,
         ..Default::default()
@@ -81,7 +86,7 @@ async fn answer(pool: &SqlitePool, subject: &str, payload: &[u8]) -> proto::Sess
                 if let Some(error) = check(&ids) {
                     return failed(error);
                 }
-                let result = delete(pool, &ids).await;
+                let result = delete(client, pool, &ids).await;
                 (ids, result)
             }
             Err(error) => return failed(format!("request is not a delete request: {error}")),
@@ -184,7 +189,57 @@ async fn archive(
     })
 }
 
+/// How long a delete waits for JetStream to take its notice.
+const NOTICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Delete sessions with their observations, then announce it on `mneme.ingest.deleted` so the
+/// services holding rows made from them drop those too. The notice names every session asked
+/// for, so repeating a delete whose notice was lost repeats the clean-up; when it cannot be
+/// published, the reply says so and asks for the delete to be repeated.
 pub(crate) async fn delete(
+    client: &async_nats::Client,
+    pool: &SqlitePool,
+    ids: &[String],
+) -> anyhow::Result<proto::SessionsChangedReply> {
+    let mut reply = delete_rows(pool, ids).await?;
+    if let Err(reason) = announce_deleted(client, ids).await {
+        tracing::warn!(%reason, sessions = ids.len(), "deleted sessions were not announced");
+        reply.error = format!(
+            "the sessions were deleted, but the services holding memory made from them were \
+             not told ({reason}); repeat the delete"
+        );
+    }
+    Ok(reply)
+}
+
+async fn announce_deleted(client: &async_nats::Client, ids: &[String]) -> Result<(), String> {
+    let jetstream = async_nats::jetstream::new(client.clone());
+    let notice = proto::SessionsDeleted {
+        session_ids: ids.to_vec(),
+        deleted_at_ms: common::now_ms(),
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    common::nats::inject_trace(&mut headers);
+    let published = async {
+        jetstream
+            .publish_with_headers(
+                subjects::SESSIONS_DELETED,
+                headers,
+                notice.encode_to_vec().into(),
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            .await
+            .map_err(|e| e.to_string())
+    };
+    match tokio::time::timeout(NOTICE_TIMEOUT, published).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err("jetstream did not acknowledge in time".to_owned()),
+    }
+}
+
+async fn delete_rows(
     pool: &SqlitePool,
     ids: &[String],
 ) -> anyhow::Result<proto::SessionsChangedReply> {

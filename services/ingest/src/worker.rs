@@ -72,7 +72,7 @@ impl Worker {
                 stream: subjects::EVENTS_STREAM,
                 name: subjects::INGEST_CONSUMER,
                 description: "ingest: sanitise and store hook events",
-                filter_subject: "",
+                filter_subjects: &[],
                 ack_wait: ACK_WAIT,
                 batch: self.args.batch,
             },

@@ -50,8 +50,6 @@ struct Pattern<'a> {
     text: String,
     signature: serde_json::Value,
     files: Vec<String>,
-    /// The role whose occurrences are counted (the others are links).
-    counted: &'static str,
 }
 
 /// The most related observation ids kept on a pattern row.
@@ -172,7 +170,6 @@ async fn failure(
             .then(|| sig.file.clone())
             .into_iter()
             .collect(),
-        counted: "error",
     };
     updates.push(record(tx, &pattern, &occurrences, raw, now).await?);
     Ok(())
@@ -258,7 +255,6 @@ async fn success(
         text: format!("{what} failed ({error_class}) and succeeded {step_text}.{how}",),
         signature: json!({"error": signature_hash, "subject": subject, "error_class": error_class}),
         files: files.clone(),
-        counted: "fix",
     };
     updates.push(record(tx, &fix, &links, raw, now).await?);
     if !steps.names.is_empty() {
@@ -270,7 +266,6 @@ async fn success(
             text: format!("When {what} fails ({error_class}): {sequence}, then run it again.{how}"),
             signature: json!({"subject": subject, "steps": steps.names}),
             files,
-            counted: "success",
         };
         let occurrence = [Occurrence {
             observation_id: raw.id,
@@ -368,7 +363,6 @@ async fn prompt(
             text: sentence.clone(),
             signature: json!({"statement": key}),
             files: Vec::new(),
-            counted: "statement",
         };
         let occurrence = [Occurrence {
             observation_id: raw.id,
@@ -422,7 +416,6 @@ async fn reflect(
             ),
             signature: json!({"error": hash, "subject": subject}),
             files: Vec::new(),
-            counted: "reflection",
         };
         let occurrences: Vec<Occurrence<'_>> = failures
             .iter()
@@ -501,13 +494,53 @@ async fn record(
         }
         files
     };
-    let updated: (i64, i64, String, i64) = sqlx::query_as(
+    sqlx::query("UPDATE patterns SET title = ?, text = ?, project = ?, files = ? WHERE id = ?")
+        .bind(&pattern.title)
+        .bind(&pattern.text)
+        .bind(&raw.project)
+        .bind(serde_json::to_string(&files).unwrap_or_else(|_| "[]".to_owned()))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    let (occurrences, revision, last_seen_at) = recount(tx, id, pattern.kind, now).await?;
+    Ok(Some(Updated {
+        id,
+        kind: pattern.kind.to_owned(),
+        hash: pattern.hash.clone(),
+        project: raw.project.clone(),
+        session_id: raw.session_id.clone(),
+        occurrences,
+        revision,
+        last_seen_at,
+    }))
+}
+
+/// The role whose occurrences a pattern of `kind` counts; the other roles are links (the
+/// failure a fix answered, the prompt a statement came from).
+fn counted_role(kind: &str) -> &'static str {
+    match kind {
+        "error" => "error",
+        "fix" => "fix",
+        "procedure" => "success",
+        "reflection" => "reflection",
+        _ => "statement",
+    }
+}
+
+/// Bring a pattern's counts, first and last sightings and related ids in line with its
+/// occurrences, and bump its revision; returns occurrences, revision and last sighting.
+async fn recount(
+    tx: &mut SqliteConnection,
+    id: i64,
+    kind: &str,
+    now: i64,
+) -> sqlx::Result<(i64, i64, i64)> {
+    sqlx::query_as(
         "UPDATE patterns SET
-             title = ?2, text = ?3, project = ?4, files = ?5,
              occurrences = (SELECT count(DISTINCT observation_id) FROM pattern_occurrences
-                            WHERE pattern_id = ?1 AND role = ?6),
+                            WHERE pattern_id = ?1 AND role = ?2),
              sessions = (SELECT count(DISTINCT session_id) FROM pattern_occurrences
-                         WHERE pattern_id = ?1 AND role = ?6),
+                         WHERE pattern_id = ?1 AND role = ?2),
              first_session_id = (SELECT session_id FROM pattern_occurrences
                                  WHERE pattern_id = ?1 ORDER BY occurred_at, observation_id LIMIT 1),
              last_session_id = (SELECT session_id FROM pattern_occurrences
@@ -517,32 +550,111 @@ async fn record(
              last_seen_at = (SELECT max(occurred_at) FROM pattern_occurrences WHERE pattern_id = ?1),
              observation_ids = (SELECT json_group_array(observation_id) FROM (
                                   SELECT DISTINCT observation_id FROM pattern_occurrences
-                                  WHERE pattern_id = ?1 ORDER BY observation_id DESC LIMIT ?7)),
-             revision = revision + 1, updated_at = ?8
+                                  WHERE pattern_id = ?1 ORDER BY observation_id DESC LIMIT ?3)),
+             revision = revision + 1, updated_at = ?4
          WHERE id = ?1
-         RETURNING occurrences, revision, kind, last_seen_at",
+         RETURNING occurrences, revision, last_seen_at",
     )
     .bind(id)
-    .bind(&pattern.title)
-    .bind(&pattern.text)
-    .bind(&raw.project)
-    .bind(serde_json::to_string(&files).unwrap_or_else(|_| "[]".to_owned()))
-    .bind(pattern.counted)
+    .bind(counted_role(kind))
     .bind(MAX_IDS)
     .bind(now)
     .fetch_one(&mut *tx)
-    .await?;
-    let (occurrences, revision, kind, last_seen_at) = updated;
-    Ok(Some(Updated {
-        id,
-        kind,
-        hash: pattern.hash.clone(),
-        project: raw.project.clone(),
-        session_id: raw.session_id.clone(),
-        occurrences,
-        revision,
-        last_seen_at,
-    }))
+    .await
+}
+
+/// Drop what was learnt from these sessions, for sessions ingest deleted: their occurrences,
+/// failures and cursors. A pattern seen elsewhere too is recounted; one seen only there is
+/// deleted. Each changed or deleted pattern is pushed to `updates` with a new revision, so
+/// retrieval re-reads it (and drops its item when the row is gone). Returns the rows deleted.
+pub async fn forget_sessions(
+    tx: &mut SqliteConnection,
+    sessions: &[String],
+    now: i64,
+    updates: &mut Updates,
+) -> sqlx::Result<u64> {
+    let mut rows = 0;
+    let mut touched = BTreeSet::new();
+    for session in sessions {
+        let ids: Vec<(i64,)> = sqlx::query_as(
+            "SELECT DISTINCT pattern_id FROM pattern_occurrences WHERE session_id = ?",
+        )
+        .bind(session)
+        .fetch_all(&mut *tx)
+        .await?;
+        touched.extend(ids.into_iter().map(|(id,)| id));
+        for sql in [
+            "DELETE FROM pattern_occurrences WHERE session_id = ?",
+            "DELETE FROM pattern_failures WHERE session_id = ?",
+            "DELETE FROM pattern_sessions WHERE session_id = ?",
+        ] {
+            rows += sqlx::query(sql)
+                .bind(session)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        }
+    }
+    for id in touched {
+        let Some((kind, hash, project, revision)) =
+            sqlx::query_as::<_, (String, String, String, i64)>(
+                "SELECT kind, hash, project, revision FROM patterns WHERE id = ?",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            continue;
+        };
+        let (counted,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM pattern_occurrences WHERE pattern_id = ? AND role = ?",
+        )
+        .bind(id)
+        .bind(counted_role(&kind))
+        .fetch_one(&mut *tx)
+        .await?;
+        let updated = if counted == 0 {
+            rows += sqlx::query("DELETE FROM pattern_occurrences WHERE pattern_id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            rows += sqlx::query("DELETE FROM patterns WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            Updated {
+                id,
+                kind,
+                hash,
+                project,
+                session_id: String::new(),
+                occurrences: 0,
+                revision: revision + 1,
+                last_seen_at: 0,
+            }
+        } else {
+            let (occurrences, revision, last_seen_at) = recount(tx, id, &kind, now).await?;
+            let (session_id,): (String,) =
+                sqlx::query_as("SELECT last_session_id FROM patterns WHERE id = ?")
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            Updated {
+                id,
+                kind,
+                hash,
+                project,
+                session_id,
+                occurrences,
+                revision,
+                last_seen_at,
+            }
+        };
+        updates.push(Some(updated));
+    }
+    Ok(rows)
 }
 
 fn cut(text: &str, max: usize) -> String {

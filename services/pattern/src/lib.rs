@@ -62,8 +62,14 @@ impl Detector {
         Detector { pool }
     }
 
-    /// Walk each session up to the observation id given with it; one transaction.
-    pub async fn process(&self, sessions: &[(String, i64)]) -> anyhow::Result<Vec<Updated>> {
+    /// Walk each session up to the observation id given with it, then drop what was learnt
+    /// from the `deleted` sessions; one transaction. A deleted session's observations are gone,
+    /// so its walk finds nothing whatever the order of the notices.
+    pub async fn process(
+        &self,
+        sessions: &[(String, i64)],
+        deleted: &[String],
+    ) -> anyhow::Result<Vec<Updated>> {
         let mut tx = store::begin_write(&self.pool).await?;
         let mut updates = Updates::default();
         let now = common::now_ms();
@@ -71,6 +77,12 @@ impl Detector {
             db::walk_session(&mut tx, session, *upto, now, &mut updates)
                 .await
                 .with_context(|| format!("detecting patterns in session {session}"))?;
+        }
+        if !deleted.is_empty() {
+            let rows = db::forget_sessions(&mut tx, deleted, now, &mut updates)
+                .await
+                .context("forgetting deleted sessions")?;
+            tracing::info!(sessions = deleted.len(), rows, "forgot deleted sessions");
         }
         tx.commit().await.context("committing")?;
         Ok(updates.0)

@@ -45,7 +45,7 @@ pub async fn run(
             stream: subjects::INGEST_STREAM,
             name: subjects::PATTERN_CONSUMER,
             description: "pattern: detect recurring patterns",
-            filter_subject: subjects::OBSERVATION_STORED,
+            filter_subjects: &[subjects::OBSERVATION_STORED, subjects::SESSIONS_DELETED],
             ack_wait: ACK_WAIT,
             batch: BATCH,
         },
@@ -80,7 +80,28 @@ async fn handle(
     let mut good = Vec::with_capacity(messages.len());
     // Each notice's span stays open until the batch holding it is acked or given back.
     let mut notices = Vec::with_capacity(messages.len());
+    let mut deleted: Vec<String> = Vec::new();
     for message in messages {
+        if message.subject.as_str() == subjects::SESSIONS_DELETED {
+            match proto::SessionsDeleted::decode(message.payload.as_ref()) {
+                Ok(notice) => {
+                    let span = tracing::info_span!(
+                        "pattern.deleted",
+                        subject = %message.subject,
+                        sessions = notice.session_ids.len(),
+                    );
+                    common::nats::continue_trace(&span, message.headers.as_ref());
+                    deleted.extend(notice.session_ids);
+                    good.push(message);
+                    notices.push(span);
+                }
+                Err(error) => {
+                    let reason = format!("not a SessionsDeleted: {error}");
+                    dead_letter(jetstream, &message, &reason).await
+                }
+            }
+            continue;
+        }
         match proto::ObservationStored::decode(message.payload.as_ref()) {
             Ok(stored) if !stored.session_id.is_empty() && stored.observation_id > 0 => {
                 let span = tracing::info_span!(
@@ -126,7 +147,7 @@ async fn handle(
         .iter()
         .map(|(session, (upto, _))| (session.clone(), *upto))
         .collect();
-    match detector.process(&work).await {
+    match detector.process(&work, &deleted).await {
         Ok(updated) => {
             if announce(jetstream, &updated, &sessions).await {
                 for message in &good {

@@ -24,6 +24,16 @@ pub enum Source {
 }
 
 impl Source {
+    /// The `memory_items.source` of this kind of row, and the row's id.
+    pub fn key(self) -> (&'static str, i64) {
+        match self {
+            Source::Structured(id) => ("structured", id),
+            Source::Summary(id) => ("summary", id),
+            Source::Checkpoint(id) => ("checkpoint", id),
+            Source::Pattern(id) => ("pattern", id),
+        }
+    }
+
     /// The source named by a compressor notice's kind.
     pub fn of_compressor(kind: &str, id: i64) -> Option<Source> {
         match kind {
@@ -35,20 +45,23 @@ impl Source {
     }
 }
 
-/// Index (or re-index) these rows; returns the ids of replaced items, whose vectors are now
-/// stale, and how many items were written.
+/// Index (or re-index) these rows; returns the ids of replaced or removed items, whose vectors
+/// are now stale, and how many items were written. A row that is gone (a pattern whose every
+/// occurrence was in deleted sessions, a summary of a deleted session) takes its item with it.
 pub async fn index(
     pool: &SqlitePool,
     lexical: &Lexical,
     sources: &[Source],
 ) -> anyhow::Result<(Vec<i64>, usize)> {
     let mut items = Vec::with_capacity(sources.len());
+    let mut gone = Vec::new();
     for source in sources {
-        if let Some(item) = item_of(pool, *source).await? {
-            items.push(item);
+        match item_of(pool, *source).await? {
+            Some(item) => items.push(item),
+            None => gone.push(source.key()),
         }
     }
-    index::replace_items(pool, lexical, &items).await
+    index::replace_items(pool, lexical, &items, &gone).await
 }
 
 /// A JSON array of strings as a list; anything else as nothing.

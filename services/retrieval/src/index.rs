@@ -167,11 +167,37 @@ pub async fn replace_items(
     pool: &SqlitePool,
     lexical: &Lexical,
     items: &[NewItem],
+    gone: &[(&'static str, i64)],
 ) -> anyhow::Result<(Vec<i64>, usize)> {
     let mut tx = store::begin_write(pool).await?;
     let mut removed = Vec::new();
     let mut written = Vec::new();
+    for (source, source_id) in gone {
+        let ids: Vec<(i64,)> =
+            sqlx::query_as("SELECT id FROM memory_items WHERE source = ? AND source_id = ?")
+                .bind(source)
+                .bind(source_id)
+                .fetch_all(&mut *tx)
+                .await?;
+        for (id,) in ids {
+            remove_item(&mut tx, id).await?;
+            removed.push(id);
+        }
+    }
     for item in items {
+        // A compressor notice read before its session was deleted must not bring the session's
+        // memory back: the check runs inside the write transaction, so it sees ingest's delete
+        // once committed. Patterns are left out: they outlive any one session.
+        if matches!(item.source, "structured" | "summary" | "checkpoint") {
+            let (alive,): (bool,) =
+                sqlx::query_as("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)")
+                    .bind(&item.session_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if !alive {
+                continue;
+            }
+        }
         let existing: Option<(i64, String, String)> = sqlx::query_as(
             "SELECT id, title, text FROM memory_items WHERE source = ? AND source_id = ?",
         )
@@ -210,6 +236,18 @@ pub async fn replace_items(
     lexical.remove(&removed);
     lexical.add(&written);
     Ok((removed, written.len()))
+}
+
+/// Delete one memory item with its full-text row and its places in collections.
+async fn remove_item(tx: &mut sqlx::SqliteConnection, id: i64) -> sqlx::Result<()> {
+    for sql in [
+        "DELETE FROM memory_fts WHERE rowid = ?",
+        "DELETE FROM collection_items WHERE item_id = ?",
+        "DELETE FROM memory_items WHERE id = ?",
+    ] {
+        sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+    }
+    Ok(())
 }
 
 /// Delete every memory item of these sessions with its full-text row, for sessions the user

@@ -415,6 +415,9 @@ enum Feed {
 enum Work {
     Observation(i64),
     Derived(derived::Source),
+    /// Sessions ingest deleted: their items go, with anything indexed from a notice that was
+    /// still on its way when they were deleted.
+    Forget(Vec<String>),
 }
 
 impl Feed {
@@ -426,11 +429,11 @@ impl Feed {
         }
     }
 
-    fn subject(self) -> &'static str {
+    fn subjects(self) -> &'static [&'static str] {
         match self {
-            Feed::Observations => subjects::OBSERVATION_STORED,
-            Feed::Compressor => subjects::COMPRESSOR_WRITTEN_ALL,
-            Feed::Patterns => subjects::PATTERN_UPDATED,
+            Feed::Observations => &[subjects::OBSERVATION_STORED, subjects::SESSIONS_DELETED],
+            Feed::Compressor => &[subjects::COMPRESSOR_WRITTEN_ALL],
+            Feed::Patterns => &[subjects::PATTERN_UPDATED],
         }
     }
 
@@ -439,6 +442,12 @@ impl Feed {
     fn decode(self, message: &jetstream::Message) -> Result<(Work, tracing::Span), String> {
         let payload = message.payload.as_ref();
         let (work, session_id, event_id) = match self {
+            Feed::Observations if message.subject.as_str() == subjects::SESSIONS_DELETED => {
+                let notice = proto::SessionsDeleted::decode(payload)
+                    .map_err(|e| format!("not a SessionsDeleted: {e}"))?;
+                let sessions = notice.session_ids.join(",");
+                (Work::Forget(notice.session_ids), sessions, String::new())
+            }
             Feed::Observations => proto::ObservationStored::decode(payload)
                 .map(|n| {
                     (
@@ -486,7 +495,7 @@ async fn index_batch(
         .iter()
         .filter_map(|w| match w {
             Work::Observation(id) => Some(*id),
-            Work::Derived(_) => None,
+            _ => None,
         })
         .collect();
     index::index_observations(pool, lexical, &observations).await?;
@@ -494,13 +503,35 @@ async fn index_batch(
         .iter()
         .filter_map(|w| match w {
             Work::Derived(source) => Some(*source),
-            Work::Observation(_) => None,
+            _ => None,
         })
         .collect();
-    if sources.is_empty() {
-        return Ok(Vec::new());
+    let mut replaced = Vec::new();
+    if !sources.is_empty() {
+        replaced = derived::index(pool, lexical, &sources).await?.0;
     }
-    Ok(derived::index(pool, lexical, &sources).await?.0)
+    // Forgetting comes last: a notice of the batch may have been indexed above from rows read
+    // before the deletion.
+    let forgotten: Vec<String> = work
+        .iter()
+        .filter_map(|w| match w {
+            Work::Forget(sessions) => Some(sessions.iter().cloned()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if !forgotten.is_empty() {
+        let removed = index::forget_sessions(pool, lexical, &forgotten).await?;
+        if !removed.is_empty() {
+            tracing::info!(
+                sessions = forgotten.len(),
+                items = removed.len(),
+                "forgot deleted sessions"
+            );
+        }
+        replaced.extend(removed);
+    }
+    Ok(replaced)
 }
 
 /// Index what a feed announces, as it is announced. A batch is indexed in one transaction and
@@ -514,12 +545,12 @@ async fn indexer(
     shutdown: CancellationToken,
 ) {
     // Each stream has its own consumers, so the one durable name serves every feed.
-    let description = format!("retrieval: index {}", feed.subject());
+    let description = format!("retrieval: index {}", feed.subjects().join(" and "));
     let durable = common::streams::Durable {
         stream: feed.stream(),
         name: subjects::RETRIEVAL_CONSUMER,
         description: &description,
-        filter_subject: feed.subject(),
+        filter_subjects: feed.subjects(),
         ack_wait: ACK_WAIT,
         batch: INDEX_BATCH,
     };

@@ -91,7 +91,10 @@ pub async fn compress() -> anyhow::Result<()> {
     let all = Instant::now();
     for (session, id) in &notices {
         let started = Instant::now();
-        written += compressor.process(&[(session.clone(), *id)]).await?.len();
+        written += compressor
+            .process(&[(session.clone(), *id)], &[])
+            .await?
+            .len();
         per_notice.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     let compressor_total = all.elapsed();
@@ -110,7 +113,10 @@ pub async fn compress() -> anyhow::Result<()> {
     let all = Instant::now();
     for (session, id) in &notices {
         let started = Instant::now();
-        let changed = detector.process(&[(session.clone(), *id)]).await?.len();
+        let changed = detector
+            .process(&[(session.clone(), *id)], &[])
+            .await?
+            .len();
         let took = started.elapsed().as_secs_f64() * 1000.0;
         per_notice.push(took);
         if changed > 0 {
