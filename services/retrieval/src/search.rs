@@ -368,10 +368,21 @@ impl Searcher {
         rows: &[Row],
         evidence: &mut HashMap<i64, Evidence>,
     ) -> anyhow::Result<()> {
-        let wanted: Vec<&Row> = rows
+        let mut wanted: Vec<&Row> = rows
             .iter()
             .filter(|r| evidence.get(&r.id).is_none_or(|e| e.cosine.is_none()))
             .collect();
+        // The index's in-memory copy answers most of them without reading a row; the cache is
+        // read only for what it does not hold (vectors written a moment ago, or Qdrant).
+        let ids: Vec<i64> = wanted.iter().map(|r| r.id).collect();
+        let known = vectors.index.cosines(&vectors.space, query, &ids);
+        if !known.is_empty() {
+            for (id, cosine) in &known {
+                evidence.entry(*id).or_default().cosine = Some(*cosine);
+            }
+            let known: std::collections::HashSet<i64> = known.iter().map(|(id, _)| *id).collect();
+            wanted.retain(|r| !known.contains(&r.id));
+        }
         for chunk in wanted.chunks(500) {
             let marks = vec!["?"; chunk.len()].join(", ");
             let sql = format!(

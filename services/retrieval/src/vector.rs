@@ -74,6 +74,11 @@ pub trait VectorIndex: Send + Sync {
     fn delete<'a>(&'a self, space: &'a Space, ids: &'a [i64]) -> BoxFuture<'a, anyhow::Result<()>>;
     /// Drop a space entirely (after a model change has re-indexed into another one).
     fn drop_space<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>>;
+    /// Cosine similarity of `query` with the stored vectors of `ids`, for those this index
+    /// holds in memory (none by default): the caller reads the others from the embedding cache.
+    fn cosines(&self, _space: &Space, _query: &[f32], _ids: &[i64]) -> Vec<(i64, f32)> {
+        Vec::new()
+    }
     /// Wait until searches of `space` run at full speed (an index that loads a copy into
     /// memory answers, more slowly, before that).
     fn loaded<'a>(&'a self, _space: &'a Space) -> BoxFuture<'a, ()> {
@@ -300,6 +305,16 @@ impl VectorIndex for SqliteVec {
             }
             Ok(())
         })
+    }
+
+    fn cosines(&self, space: &Space, query: &[f32], ids: &[i64]) -> Vec<(i64, f32)> {
+        let Some(mirror) = self.mirror(space) else {
+            return Vec::new();
+        };
+        match &*mirror.state.read().unwrap_or_else(|e| e.into_inner()) {
+            MirrorState::Ready(flat) => flat.cosines(query, ids),
+            _ => Vec::new(),
+        }
     }
 
     fn knn<'a>(

@@ -247,6 +247,22 @@ impl Flat {
             .map(|Scored(score, slot)| (self.ids[slot], (score * query_scale).clamp(-1.0, 1.0)))
             .collect()
     }
+    /// Cosine similarity of `query` with each of `ids` held here, as (id, cosine); ids not
+    /// held are left out.
+    pub fn cosines(&self, query: &[f32], ids: &[i64]) -> Vec<(i64, f32)> {
+        if query.len() != self.dim {
+            return Vec::new();
+        }
+        let (query_codes, query_scale) = quantise(query);
+        ids.iter()
+            .filter_map(|id| {
+                let slot = *self.slots.get(id)?;
+                let codes = &self.codes[slot * self.dim..(slot + 1) * self.dim];
+                let score = dot_i8(&query_codes, codes) as f32 * self.scales[slot] * query_scale;
+                Some((*id, score.clamp(-1.0, 1.0)))
+            })
+            .collect()
+    }
 }
 
 /// Symmetric eight-bit quantisation: codes in -127..=127 and what one step is worth.
@@ -263,8 +279,32 @@ fn quantise(vector: &[f32]) -> (Vec<i8>, f32) {
     (codes, scale)
 }
 
-/// Integer dot product, written in fixed-width blocks so the compiler vectorises it.
+/// Integer dot product. With AVX2 (checked at run time, so one binary runs on any x86-64) the
+/// same loop compiles to 256-bit instructions and scans about twice as fast.
+// The one unsafe call in the workspace: a function compiled for AVX2 may only be called once
+// the CPU is known to have it, which the line before the call checks.
+#[allow(unsafe_code)]
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: `dot_i8_avx2` needs nothing but AVX2, which this CPU was just found to have.
+            return unsafe { dot_i8_avx2(a, b) };
+        }
+    }
+    dot_i8_blocks(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+    dot_i8_blocks(a, b)
+}
+
+/// The dot product in fixed-width blocks, so the compiler vectorises it for whatever
+/// instructions the caller was compiled with.
+#[inline(always)]
+fn dot_i8_blocks(a: &[i8], b: &[i8]) -> i32 {
     const LANES: usize = 32;
     let mut lanes = [0i32; LANES];
     let blocks = a.len() / LANES * LANES;
@@ -273,7 +313,8 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
         .zip(b[..blocks].chunks_exact(LANES))
     {
         for i in 0..LANES {
-            lanes[i] += i32::from(x[i]) * i32::from(y[i]);
+            // Codes are within -127..=127, so each product fits in sixteen bits.
+            lanes[i] += i32::from(i16::from(x[i]) * i16::from(y[i]));
         }
     }
     let tail: i32 = a[blocks..]
@@ -333,6 +374,41 @@ mod tests {
         all.sort_by(|a, b| b.1.total_cmp(&a.1));
         all.truncate(k);
         all
+    }
+
+    #[test]
+    fn cosines_of_held_ids_match_exact_and_others_are_left_out() {
+        let dim = 384;
+        let points: Vec<Point> = vectors(300, dim, 3)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| point(i as i64, v, "a"))
+            .collect();
+        let mut flat = Flat::new(dim);
+        for p in &points {
+            flat.upsert(p);
+        }
+        let query = vectors(1, dim, 42).remove(0);
+        let got = flat.cosines(&query, &[5, 999, 17, 250]);
+        let ids: Vec<i64> = got.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, vec![5, 17, 250]);
+        for (id, cosine) in got {
+            let want = embed::dot(&query, &points[id as usize].vector);
+            assert!(
+                (cosine - want).abs() < 0.01,
+                "cosine {cosine} against exact {want}"
+            );
+        }
+        // The AVX2 path and the portable one agree exactly on integer codes.
+        let (a, _) = quantise(&query);
+        let (b, _) = quantise(&points[7].vector);
+        assert_eq!(dot_i8(&a, &b), dot_i8_blocks(&a, &b));
+        let naive: i32 = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| i32::from(*x) * i32::from(*y))
+            .sum();
+        assert_eq!(dot_i8(&a, &b), naive);
     }
 
     #[test]
