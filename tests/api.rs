@@ -1126,6 +1126,75 @@ async fn export_then_import_into_a_fresh_store_is_lossless_and_idempotent() {
     fresh.stop_services().await;
 }
 
+/// The command line writes the api's export format and reads it back through the same owners,
+/// with no api running on the importing side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_exports_and_imports_what_the_api_does() {
+    let mut source = App::start_core().await;
+    let http = Http::new(&source.start_api(with_token()).await);
+    seed(&source, &http, "cli-1").await;
+    seed(&source, &http, "cli-2").await;
+    source.wait_indexed(6).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("backup.jsonl");
+    let out = source.mneme(&["export", "--jsonl", "--out", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.path().join("backup.jsonl.partial").exists());
+    let written = std::fs::read_to_string(&file).unwrap();
+    let (_, _, served) = get_text(&http, "/v1/export").await;
+    // The same lines as the api's export, but for the time in the header.
+    let body = |text: &str| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(body(&written), body(&served));
+    assert!(written.lines().last().unwrap().contains("\"type\":\"end\""));
+    // Standard output, when no file is given.
+    let out = source.mneme(&["export", "--jsonl"]);
+    assert!(out.status.success());
+    assert_eq!(body(&String::from_utf8_lossy(&out.stdout)), body(&written));
+
+    let fresh = App::start_core().await;
+    let out = fresh.mneme(&["import", "mneme", "--path", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["sessions"], 2, "{done}");
+    assert_eq!(done["skipped"], 0, "{done}");
+    for sql in [SESSION_ROWS, OBSERVATION_ROWS, ITEM_ROWS] {
+        assert_eq!(rows(&fresh, sql).await, rows(&source, sql).await, "{sql}");
+    }
+    let again = fresh.mneme(&["import", "mneme", "--path", file.to_str().unwrap()]);
+    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (again["sessions"].as_i64(), again["memory_items"].as_i64()),
+        (Some(0), Some(0))
+    );
+
+    // A bad line stops the import there and says where; no file, no import.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        format!("{}\nnot json\n", written.lines().next().unwrap()),
+    )
+    .unwrap();
+    let out = fresh.mneme(&["import", "mneme", "--path", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 2:") && stderr.contains("invalid_import"),
+        "{stderr}"
+    );
+    let out = fresh.mneme(&["import", "mneme"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--path"));
+    source.stop_services().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_archives_idle_sessions_then_deletes_them_from_memory() {
     let mut app = App::start_core().await;

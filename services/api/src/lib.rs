@@ -185,32 +185,42 @@ impl State {
         subject: &str,
         request: &impl proto::Message,
     ) -> ApiResult<R> {
-        // The request has a span of its own, so the service's answer joins a trace even when
-        // no span is open around this call.
-        let span = tracing::info_span!("api.ask", subject);
-        let mut headers = async_nats::HeaderMap::new();
-        span.in_scope(|| common::nats::inject_trace(&mut headers));
-        let ask = async_nats::Request::new()
-            .payload(request.encode_to_vec().into())
-            .headers(headers)
-            .timeout(Some(ASK_TIMEOUT));
-        match self
-            .nats
-            .send_request(subject.to_owned(), ask)
-            .instrument(span)
-            .await
-        {
-            Ok(reply) => R::decode(reply.payload)
-                .map_err(|e| ApiError::internal(&format!("reading {service}'s reply"), e)),
-            Err(error) => {
-                use async_nats::RequestErrorKind as K;
-                tracing::warn!(%error, service, subject, "request failed");
-                Err(ApiError::unavailable(match error.kind() {
-                    K::NoResponders => format!("{service} is not running"),
-                    K::TimedOut => format!("{service} did not answer in time"),
-                    _ => "nats is unreachable".to_owned(),
-                }))
-            }
+        ask(&self.nats, service, subject, request).await
+    }
+}
+
+/// Ask `service` over NATS, with the current trace in the headers, and decode its reply; a
+/// service that does not answer is a 503 naming it.
+pub async fn ask<R: proto::Message + Default>(
+    nats: &async_nats::Client,
+    service: &str,
+    subject: &str,
+    request: &impl proto::Message,
+) -> ApiResult<R> {
+    // The request has a span of its own, so the service's answer joins a trace even when
+    // no span is open around this call.
+    let span = tracing::info_span!("api.ask", subject);
+    let mut headers = async_nats::HeaderMap::new();
+    span.in_scope(|| common::nats::inject_trace(&mut headers));
+    let ask = async_nats::Request::new()
+        .payload(request.encode_to_vec().into())
+        .headers(headers)
+        .timeout(Some(ASK_TIMEOUT));
+    match nats
+        .send_request(subject.to_owned(), ask)
+        .instrument(span)
+        .await
+    {
+        Ok(reply) => R::decode(reply.payload)
+            .map_err(|e| ApiError::internal(&format!("reading {service}'s reply"), e)),
+        Err(error) => {
+            use async_nats::RequestErrorKind as K;
+            tracing::warn!(%error, service, subject, "request failed");
+            Err(ApiError::unavailable(match error.kind() {
+                K::NoResponders => format!("{service} is not running"),
+                K::TimedOut => format!("{service} did not answer in time"),
+                _ => "nats is unreachable".to_owned(),
+            }))
         }
     }
 }

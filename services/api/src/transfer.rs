@@ -254,9 +254,13 @@ async fn next_page(
     })
 }
 
-async fn export(state: AppState) -> ApiResult<Response> {
-    let pool = state.pool().await?;
-    let body = futures::stream::unfold(
+/// Every line of an export, a page of rows at a time: the header, every session, observation
+/// and memory item, then the `end` line. An error ends the lines early, without `end`, so a
+/// reader knows the export is incomplete.
+pub fn export_lines(
+    pool: sqlx::SqlitePool,
+) -> impl futures::Stream<Item = Result<String, sqlx::Error>> + Send + 'static {
+    futures::stream::unfold(
         (Cursor::Header, Counts::default()),
         move |(cursor, mut counts)| {
             let pool = pool.clone();
@@ -265,17 +269,27 @@ async fn export(state: AppState) -> ApiResult<Response> {
                     return None;
                 }
                 match next_page(&pool, cursor, &mut counts).await {
-                    Ok((chunk, next)) => Some((Ok::<_, std::io::Error>(chunk), (next, counts))),
-                    Err(error) => {
-                        // The status is sent already; ending without the `end` line tells the
-                        // reader the file is incomplete.
-                        tracing::error!(%error, "export failed midway");
-                        None
-                    }
+                    Ok((chunk, next)) => Some((Ok(chunk), (next, counts))),
+                    Err(error) => Some((Err(error), (Cursor::Done, counts))),
                 }
             }
         },
-    );
+    )
+}
+
+async fn export(state: AppState) -> ApiResult<Response> {
+    let pool = state.pool().await?;
+    let body = export_lines(pool).scan((), |_, chunk| {
+        futures::future::ready(match chunk {
+            Ok(chunk) => Some(Ok::<_, std::io::Error>(chunk)),
+            Err(error) => {
+                // The status is sent already; ending without the `end` line tells the reader
+                // the file is incomplete.
+                tracing::error!(%error, "export failed midway");
+                None
+            }
+        })
+    });
     Ok((
         [
             (header::CONTENT_TYPE, "application/x-ndjson"),
@@ -291,7 +305,7 @@ async fn export(state: AppState) -> ApiResult<Response> {
 
 /// What an import did.
 #[derive(Debug, Default)]
-struct Imported {
+pub struct Imported {
     lines: u64,
     sessions: u64,
     observations: u64,
@@ -307,14 +321,17 @@ struct Pending {
 }
 
 impl Pending {
-    async fn send_records(&mut self, state: &State, done: &mut Imported) -> ApiResult<()> {
+    async fn send_records(
+        &mut self,
+        nats: &async_nats::Client,
+        done: &mut Imported,
+    ) -> ApiResult<()> {
         if self.records.sessions.is_empty() && self.records.observations.is_empty() {
             return Ok(());
         }
         let request = std::mem::take(&mut self.records);
-        let reply: proto::ImportRecordsReply = state
-            .ask("ingest", subjects::SESSIONS_IMPORT, &request)
-            .await?;
+        let reply: proto::ImportRecordsReply =
+            crate::ask(nats, "ingest", subjects::SESSIONS_IMPORT, &request).await?;
         if !reply.error.is_empty() {
             return Err(ApiError::unavailable(format!(
                 "ingest could not import: {}",
@@ -327,14 +344,17 @@ impl Pending {
         Ok(())
     }
 
-    async fn send_items(&mut self, state: &State, done: &mut Imported) -> ApiResult<()> {
+    async fn send_items(
+        &mut self,
+        nats: &async_nats::Client,
+        done: &mut Imported,
+    ) -> ApiResult<()> {
         if self.items.items.is_empty() {
             return Ok(());
         }
         let request = std::mem::take(&mut self.items);
-        let reply: proto::ImportItemsReply = state
-            .ask("retrieval", subjects::RETRIEVAL_IMPORT, &request)
-            .await?;
+        let reply: proto::ImportItemsReply =
+            crate::ask(nats, "retrieval", subjects::RETRIEVAL_IMPORT, &request).await?;
         if !reply.error.is_empty() {
             return Err(ApiError::unavailable(format!(
                 "retrieval could not import: {}",
@@ -348,7 +368,13 @@ impl Pending {
 
     /// Take one line; sends a batch when it is full. Memory items name observations, so the
     /// sessions and observations before them are sent first.
-    async fn take(&mut self, state: &State, line: Line, done: &mut Imported) -> ApiResult<()> {
+    async fn take(
+        &mut self,
+        nats: &async_nats::Client,
+        sanitizer: &sanitize::Sanitizer,
+        line: Line,
+        done: &mut Imported,
+    ) -> ApiResult<()> {
         match line {
             Line::Mneme { format } if format > FORMAT => {
                 return Err(ApiError::unprocessable(
@@ -361,18 +387,18 @@ impl Pending {
             Line::Observation(o) => self
                 .records
                 .observations
-                .push(observation_record(o, &state.sanitizer)?),
+                .push(observation_record(o, sanitizer)?),
             Line::MemoryItem(i) => {
-                self.send_records(state, done).await?;
-                self.items.items.push(item_record(i, &state.sanitizer)?);
+                self.send_records(nats, done).await?;
+                self.items.items.push(item_record(i, sanitizer)?);
             }
         }
         let records = self.records.sessions.len() + self.records.observations.len();
         if records >= BATCH_ROWS || self.records.encoded_len() >= BATCH_BYTES {
-            self.send_records(state, done).await?;
+            self.send_records(nats, done).await?;
         }
         if self.items.items.len() >= BATCH_ROWS || self.items.encoded_len() >= BATCH_BYTES {
-            self.send_items(state, done).await?;
+            self.send_items(nats, done).await?;
         }
         Ok(())
     }
@@ -480,100 +506,128 @@ fn item_record(i: ItemLine, sanitizer: &sanitize::Sanitizer) -> ApiResult<proto:
     })
 }
 
-async fn import(state: AppState, body: Body) -> ApiResult<Json<Value>> {
-    let mut done = Imported::default();
-    let mut pending = Pending::default();
-    let mut buffer: Vec<u8> = Vec::new();
-    let mut received = 0usize;
-    let mut stream = body.into_data_stream();
-    let mut ended = false;
-    while !ended {
-        match stream.next().await {
-            Some(Ok(chunk)) => {
-                received += chunk.len();
-                if received > MAX_IMPORT_BYTES {
-                    return Err(ApiError::new(
-                        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
-                        format!("an import is at most {MAX_IMPORT_BYTES} bytes"),
-                    ));
-                }
-                buffer.extend_from_slice(&chunk);
-            }
-            Some(Err(error)) => {
-                return Err(ApiError::invalid(
-                    "invalid_body",
-                    format!("the body could not be read: {error}"),
-                ));
-            }
-            None => {
-                ended = true;
-                buffer.push(b'\n');
-            }
+/// An import in progress: bytes in, rows handed to their owners in batches as lines complete.
+pub struct Importer<'a> {
+    nats: &'a async_nats::Client,
+    sanitizer: &'a sanitize::Sanitizer,
+    pending: Pending,
+    done: Imported,
+    buffer: Vec<u8>,
+    received: usize,
+}
+
+impl<'a> Importer<'a> {
+    pub fn new(nats: &'a async_nats::Client, sanitizer: &'a sanitize::Sanitizer) -> Importer<'a> {
+        Importer {
+            nats,
+            sanitizer,
+            pending: Pending::default(),
+            done: Imported::default(),
+            buffer: Vec::new(),
+            received: 0,
         }
-        while let Some(at) = buffer.iter().position(|b| *b == b'\n') {
-            let raw: Vec<u8> = buffer.drain(..=at).collect();
-            take_line(&state, &mut pending, &mut done, &raw[..raw.len() - 1]).await?;
+    }
+
+    /// Take the next bytes of the export; every line they complete is imported.
+    pub async fn feed(&mut self, chunk: &[u8]) -> ApiResult<()> {
+        self.received += chunk.len();
+        if self.received > MAX_IMPORT_BYTES {
+            return Err(ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("an import is at most {MAX_IMPORT_BYTES} bytes"),
+            ));
         }
-        if buffer.len() > MAX_LINE_BYTES {
+        self.buffer.extend_from_slice(chunk);
+        self.lines().await
+    }
+
+    /// Import the last line and what is still batched; the counts of what was imported.
+    pub async fn finish(mut self) -> ApiResult<Value> {
+        self.buffer.push(b'\n');
+        self.lines().await?;
+        self.pending.send_records(self.nats, &mut self.done).await?;
+        self.pending.send_items(self.nats, &mut self.done).await?;
+        let done = &self.done;
+        if done.lines == 0 {
+            return Err(bad_line(
+                "the body holds no lines: send an export from /v1/export",
+            ));
+        }
+        Ok(json!({
+            "lines": done.lines,
+            "sessions": done.sessions,
+            "observations": done.observations,
+            "memory_items": done.items,
+            "skipped": done.skipped,
+        }))
+    }
+
+    async fn lines(&mut self) -> ApiResult<()> {
+        while let Some(at) = self.buffer.iter().position(|b| *b == b'\n') {
+            let raw: Vec<u8> = self.buffer.drain(..=at).collect();
+            self.line(&raw[..raw.len() - 1]).await?;
+        }
+        if self.buffer.len() > MAX_LINE_BYTES {
             return Err(ApiError::new(
                 axum::http::StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",
                 format!(
                     "line {} is longer than {MAX_LINE_BYTES} bytes",
-                    done.lines + 1
+                    self.done.lines + 1
                 ),
             ));
         }
+        Ok(())
     }
-    pending.send_records(&state, &mut done).await?;
-    pending.send_items(&state, &mut done).await?;
-    if done.lines == 0 {
-        return Err(bad_line(
-            "the body holds no lines: send an export from /v1/export",
-        ));
+
+    async fn line(&mut self, raw: &[u8]) -> ApiResult<()> {
+        let text = String::from_utf8_lossy(raw);
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(());
+        }
+        let done = &mut self.done;
+        done.lines += 1;
+        if text.len() > MAX_LINE_BYTES {
+            return Err(ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("line {} is longer than {MAX_LINE_BYTES} bytes", done.lines),
+            ));
+        }
+        let line: Line = serde_json::from_str(text).map_err(|e| {
+            bad_line(format!(
+                "line {}: {e}; the lines before it were imported, and importing again is safe",
+                done.lines
+            ))
+        })?;
+        let at = done.lines;
+        self.pending
+            .take(self.nats, self.sanitizer, line, done)
+            .await
+            .map_err(|mut e| {
+                if e.code == "invalid_import" {
+                    e.message = format!("line {at}: {}", e.message);
+                }
+                e
+            })
     }
-    Ok(Json(json!({
-        "lines": done.lines,
-        "sessions": done.sessions,
-        "observations": done.observations,
-        "memory_items": done.items,
-        "skipped": done.skipped,
-    })))
 }
 
-async fn take_line(
-    state: &State,
-    pending: &mut Pending,
-    done: &mut Imported,
-    raw: &[u8],
-) -> ApiResult<()> {
-    let text = String::from_utf8_lossy(raw);
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(());
+async fn import(state: AppState, body: Body) -> ApiResult<Json<Value>> {
+    let mut importer = Importer::new(&state.nats, &state.sanitizer);
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|error| {
+            ApiError::invalid(
+                "invalid_body",
+                format!("the body could not be read: {error}"),
+            )
+        })?;
+        importer.feed(&chunk).await?;
     }
-    done.lines += 1;
-    if text.len() > MAX_LINE_BYTES {
-        return Err(ApiError::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            format!("line {} is longer than {MAX_LINE_BYTES} bytes", done.lines),
-        ));
-    }
-    let line: Line = serde_json::from_str(text).map_err(|e| {
-        bad_line(format!(
-            "line {}: {e}; the lines before it were imported, and importing again is safe",
-            done.lines
-        ))
-    })?;
-    let at = done.lines;
-    pending.take(state, line, done).await.map_err(|mut e| {
-        if e.code == "invalid_import" {
-            e.message = format!("line {at}: {}", e.message);
-        }
-        e
-    })
+    Ok(Json(importer.finish().await?))
 }
 
 fn retention_json(reply: &proto::RetentionReply) -> Value {

@@ -1,4 +1,5 @@
-//! `mneme export --markdown`: workspace memory files, per project.
+//! `mneme export --markdown`: workspace memory files, per project (`--jsonl`, all memory as
+//! JSON lines, is in [`crate::backup`]).
 //!
 //! `MEMORY.md` holds the project's stable facts: decisions, architecture choices, preferences,
 //! recurring errors and their fixes, procedures, lessons, and the files most worked on.
@@ -17,9 +18,18 @@ pub struct ExportArgs {
     #[command(flatten)]
     common: CommonArgs,
 
-    /// Write MEMORY.md and HISTORY.md (the only format so far).
-    #[arg(long)]
+    /// Write MEMORY.md and HISTORY.md per project.
+    #[arg(long, conflicts_with = "jsonl")]
     markdown: bool,
+
+    /// Write all memory as JSON lines (the format `mneme import mneme` and `POST /v1/import`
+    /// read), to `--out` or standard output.
+    #[arg(long)]
+    jsonl: bool,
+
+    /// With `--jsonl`: the file to write (written beside it, then renamed when complete).
+    #[arg(long, requires = "jsonl")]
+    out: Option<PathBuf>,
 
     /// Directory to write into: one subdirectory per project. Defaults to `$MNEME_HOME/export`;
     /// with `--project` and no `--dir`, the files go into the project directory itself.
@@ -36,7 +46,10 @@ const BEGIN: &str =
 const END: &str = "<!-- mneme:end -->";
 
 pub async fn run(args: ExportArgs) -> anyhow::Result<()> {
-    anyhow::ensure!(args.markdown, "choose a format: --markdown");
+    if args.jsonl {
+        return crate::backup::export(&args.common, args.out.as_deref()).await;
+    }
+    anyhow::ensure!(args.markdown, "choose a format: --markdown or --jsonl");
     let db = args.common.db_path();
     let store = store::Store::open_read_only(&db)
         .await

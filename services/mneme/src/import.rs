@@ -23,7 +23,8 @@ use std::time::Instant;
 
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// The host whose history to import: claude-code, codex, kimi, kiro or gemini.
+    /// The host whose history to import: claude-code, codex, kimi, kiro or gemini; or mneme,
+    /// for a file written by `mneme export --jsonl` (given with `--path`, `-` for stdin).
     agent: String,
     /// A session file or a directory to search instead of the host's default location.
     #[arg(long)]
@@ -264,6 +265,12 @@ async fn known(store: Option<&store::Store>, session: &str) -> Known {
 const LIVE_MARGIN_MS: i64 = 2_000;
 
 pub async fn run(args: ImportArgs) -> Result<()> {
+    if args.agent == "mneme" {
+        let path = args.path.as_deref().ok_or_else(|| {
+            anyhow::anyhow!("give the export to import with --path FILE (- for standard input)")
+        })?;
+        return crate::backup::import(&args.common, path).await;
+    }
     let summary = import(&args).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);

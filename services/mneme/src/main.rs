@@ -8,6 +8,7 @@
 //! - `mneme export --markdown` writes MEMORY.md and HISTORY.md per project;
 //! - `mneme mcp` serves the MCP tools over stdio for an agent host.
 
+mod backup;
 mod export;
 mod hooks;
 mod hosts_config;

@@ -1,0 +1,88 @@
+//! `mneme export --jsonl` and `mneme import mneme`: all memory as JSON lines, the same format as
+//! the api's `GET /v1/export` and `POST /v1/import` (the api crate writes and reads it; this is
+//! the command line around it, so a backup needs no running api).
+
+use anyhow::Context as _;
+use common::CommonArgs;
+use futures::StreamExt as _;
+use std::io::Write as _;
+use std::path::Path;
+use tokio::io::AsyncReadExt as _;
+
+/// Write every line of the export to `out` (standard output when `None`). A file is written
+/// beside its final name and renamed once complete, so a failed export never leaves a file
+/// that looks whole.
+pub async fn export(common: &CommonArgs, out: Option<&Path>) -> anyhow::Result<()> {
+    let db = common.db_path();
+    let store = store::Store::open_read_only(&db)
+        .await
+        .with_context(|| format!("opening store {}", db.display()))?;
+    let mut lines = Box::pin(api::transfer::export_lines(store.pool().clone()));
+    let (mut writer, partial): (Box<dyn std::io::Write>, Option<std::path::PathBuf>) = match out {
+        Some(path) => {
+            let partial = path.with_extension("jsonl.partial");
+            let file = std::fs::File::create(&partial)
+                .with_context(|| format!("creating {}", partial.display()))?;
+            (Box::new(std::io::BufWriter::new(file)), Some(partial))
+        }
+        None => (
+            Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            None,
+        ),
+    };
+    let mut last = String::new();
+    while let Some(chunk) = lines.next().await {
+        let chunk = chunk.context("reading the store")?;
+        writer
+            .write_all(chunk.as_bytes())
+            .context("writing the export")?;
+        last = chunk;
+    }
+    writer.flush().context("writing the export")?;
+    drop(writer);
+    if let (Some(partial), Some(path)) = (partial, out) {
+        std::fs::rename(&partial, path)
+            .with_context(|| format!("moving the export to {}", path.display()))?;
+        // The `end` line carries the counts: say them, on stderr, when stdout is not the file.
+        if let Some(end) = last.lines().last() {
+            eprintln!("exported to {}: {end}", path.display());
+        }
+    }
+    store.close().await;
+    Ok(())
+}
+
+/// Import a file written by [`export`] (or `GET /v1/export`; `-` reads standard input) through
+/// ingest and retrieval, as `POST /v1/import` does; prints the counts as JSON.
+pub async fn import(common: &CommonArgs, path: &Path) -> anyhow::Result<()> {
+    let nats = common::nats::connect(common, "import", std::time::Duration::from_secs(5))
+        .await
+        .context("connecting to nats: is mneme running?")?;
+    let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default())?;
+    let mut input: Box<dyn tokio::io::AsyncRead + Unpin> = if path == Path::new("-") {
+        Box::new(tokio::io::stdin())
+    } else {
+        Box::new(
+            tokio::fs::File::open(path)
+                .await
+                .with_context(|| format!("opening {}", path.display()))?,
+        )
+    };
+    let mut importer = api::transfer::Importer::new(&nats, &sanitizer);
+    let mut buffer = vec![0u8; 256 * 1024];
+    let refused = |e: api::error::ApiError| anyhow::anyhow!("{} ({})", e.message, e.code);
+    loop {
+        let n = input
+            .read(&mut buffer)
+            .await
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        importer.feed(&buffer[..n]).await.map_err(refused)?;
+    }
+    let done = importer.finish().await.map_err(refused)?;
+    println!("{}", serde_json::to_string_pretty(&done)?);
+    nats.flush().await.ok();
+    Ok(())
+}
