@@ -14,14 +14,30 @@ pub struct Nats {
     child: Option<std::process::Child>,
     pub port: u16,
     store: PathBuf,
+    /// A configuration file, when the server needs more than the command line gives.
+    config: Option<PathBuf>,
 }
 
 impl Nats {
-    pub fn start(dir: &Path) -> Nats {
+    /// Start on a free port with a JetStream store in `dir`, and `extra` (nats-server
+    /// configuration, such as an `authorization` block) when given.
+    pub fn start_with(dir: &Path, extra: Option<&str>) -> Nats {
+        let port = free_port();
+        let store = dir.join("jetstream");
+        let config = extra.map(|extra| {
+            let path = dir.join("nats.conf");
+            let text = format!(
+                "listen: 127.0.0.1:{port}\njetstream {{ store_dir: {:?} }}\n{extra}\n",
+                store.display().to_string()
+            );
+            std::fs::write(&path, text).unwrap();
+            path
+        });
         let mut nats = Nats {
             child: None,
-            port: free_port(),
-            store: dir.join("jetstream"),
+            port,
+            store,
+            config,
         };
         nats.resume();
         nats
@@ -43,9 +59,21 @@ impl Nats {
     pub fn resume(&mut self) {
         let binary = std::env::var_os("MNEME_NATS_SERVER")
             .map_or_else(|| PathBuf::from("nats-server"), PathBuf::from);
-        let child = Command::new(&binary)
-            .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
-            .arg(&self.store)
+        let mut command = Command::new(&binary);
+        match &self.config {
+            Some(config) => command.arg("-c").arg(config),
+            None => command
+                .args([
+                    "-js",
+                    "-a",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "-sd",
+                ])
+                .arg(&self.store),
+        };
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -90,11 +118,16 @@ pub struct App {
 impl App {
     /// nats and a temporary home, no services.
     pub fn bare() -> App {
+        App::bare_with_nats(None)
+    }
+
+    /// Like [`App::bare`], with `extra` nats-server configuration (see [`Nats::start_with`]).
+    pub fn bare_with_nats(extra: Option<&str>) -> App {
         init_logs();
         // Build the binaries before anything is timed, so a cold build never races a test.
         binary("mneme-hook");
         let home = tempfile::tempdir().unwrap();
-        let nats = Nats::start(home.path());
+        let nats = Nats::start_with(home.path(), extra);
         let mut common = CommonArgs::from_env();
         common.nats_url = nats.url();
         common.home = Some(home.path().to_owned());
@@ -238,8 +271,14 @@ impl App {
         self.shutdown = CancellationToken::new();
     }
 
+    /// A client with the app's own credentials, if it has any.
     pub async fn client(&self) -> async_nats::Client {
-        async_nats::connect(self.nats.url()).await.unwrap()
+        common::nats::options(&self.common, "test")
+            .await
+            .unwrap()
+            .connect(self.nats.url())
+            .await
+            .unwrap()
     }
 
     pub fn db_path(&self) -> PathBuf {
@@ -264,13 +303,17 @@ impl App {
 
     /// The environment every binary of this app runs with.
     pub fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut env = vec![
             ("MNEME_NATS_URL", self.nats.url()),
             ("MNEME_HOME", self.home.path().display().to_string()),
             ("MNEME_DB", self.db_path().display().to_string()),
             ("MNEME_SPOOL_DIR", self.spool_dir().display().to_string()),
             ("MNEME_EMBED_MODEL_DIR", model_dir().display().to_string()),
-        ]
+        ];
+        if let Some(seed) = &self.common.nats_nkey {
+            env.push(("MNEME_NATS_NKEY", seed.display().to_string()));
+        }
+        env
     }
 
     /// Run `mneme-hook claude-code` with `payload` on stdin, as Claude Code would.

@@ -13,6 +13,7 @@ mod import;
 mod install;
 mod mcp;
 mod memory;
+mod nats_access;
 mod pipeline;
 mod retrieval;
 mod surface;

@@ -20,9 +20,15 @@ pub struct CommonArgs {
     #[arg(long, env = "MNEME_NATS_URL", default_value = proto::defaults::NATS_URL)]
     pub nats_url: String,
 
-    /// Credentials file for NATS (NKey or JWT), when the server requires one.
+    /// Credentials file for NATS (a user JWT with its NKey seed, as `nsc` writes it), when the
+    /// server uses decentralised authentication.
     #[arg(long, env = "MNEME_NATS_CREDS")]
     pub nats_creds: Option<PathBuf>,
+
+    /// File holding an NKey seed (`SU…`), when the server lists the matching public key among
+    /// its users. A file, never the seed itself, so it stays out of process listings and logs.
+    #[arg(long, env = "MNEME_NATS_NKEY")]
+    pub nats_nkey: Option<PathBuf>,
 
     /// Token for NATS, when the server requires one.
     #[arg(long, env = "MNEME_NATS_TOKEN", hide_env_values = true)]

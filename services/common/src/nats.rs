@@ -12,6 +12,38 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use crate::CommonArgs;
 
+/// Connection options naming the client `mneme-<name>`, with whichever authentication the
+/// arguments give (token, NKey seed file, credentials file).
+pub async fn options(args: &CommonArgs, name: &str) -> anyhow::Result<async_nats::ConnectOptions> {
+    let mut options = async_nats::ConnectOptions::new().name(format!("mneme-{name}"));
+    if let Some(token) = &args.nats_token {
+        options = options.token(token.clone());
+    }
+    if let Some(path) = &args.nats_nkey {
+        options = options.nkey(read_seed(path)?);
+    }
+    if let Some(creds) = &args.nats_creds {
+        options = options
+            .credentials_file(creds)
+            .await
+            .with_context(|| format!("reading nats credentials {}", creds.display()))?;
+    }
+    Ok(options)
+}
+
+/// The NKey seed in a file: its one line, which must be a user seed (`SU…`).
+fn read_seed(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the nats nkey seed {}", path.display()))?;
+    let seed = text.trim();
+    anyhow::ensure!(
+        seed.starts_with("SU") && !seed.contains(char::is_whitespace),
+        "{} does not hold an nkey user seed (one line starting with SU)",
+        path.display()
+    );
+    Ok(seed.to_owned())
+}
+
 /// Connect to NATS as `name`, retrying the first connection until `deadline` passes.
 ///
 /// Services start before or alongside the server (compose, `mneme up`), so a refused first
@@ -22,19 +54,10 @@ pub async fn connect(
     deadline: Duration,
 ) -> anyhow::Result<async_nats::Client> {
     let started = std::time::Instant::now();
-    let mut options = async_nats::ConnectOptions::new()
-        .name(format!("mneme-{name}"))
+    let options = options(args, name)
+        .await?
         .connection_timeout(Duration::from_secs(2))
         .retry_on_initial_connect();
-    if let Some(token) = &args.nats_token {
-        options = options.token(token.clone());
-    }
-    if let Some(creds) = &args.nats_creds {
-        options = options
-            .credentials_file(creds)
-            .await
-            .with_context(|| format!("reading nats credentials {}", creds.display()))?;
-    }
     // `retry_on_initial_connect` makes `connect` return at once and connect in the
     // background; wait for the connection here so callers can rely on it.
     let client = options

@@ -269,6 +269,11 @@ async fn connect(config: &HookConfig) -> Result<async_nats::Client, String> {
     if let Some(token) = &config.nats_token {
         options = options.token(token.clone());
     }
+    if let Some(path) = &config.nats_nkey {
+        let seed = std::fs::read_to_string(path)
+            .map_err(|e| format!("nats nkey seed {}: {e}", path.display()))?;
+        options = options.nkey(seed.trim().to_owned());
+    }
     if let Some(creds) = &config.nats_creds {
         options = options
             .credentials_file(creds)

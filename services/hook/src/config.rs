@@ -13,6 +13,8 @@ pub struct HookConfig {
     pub nats_token: Option<String>,
     /// `MNEME_NATS_CREDS`.
     pub nats_creds: Option<PathBuf>,
+    /// `MNEME_NATS_NKEY`: a file holding an NKey user seed.
+    pub nats_nkey: Option<PathBuf>,
     /// `MNEME_SPOOL_DIR`, else `$MNEME_HOME/spool`.
     pub spool_dir: PathBuf,
     /// `MNEME_HOOK_CONNECT_TIMEOUT_MS` (default 300).
@@ -49,6 +51,7 @@ impl HookConfig {
             nats_url: var("MNEME_NATS_URL").unwrap_or_else(|| proto::defaults::NATS_URL.to_owned()),
             nats_token: var("MNEME_NATS_TOKEN"),
             nats_creds: var("MNEME_NATS_CREDS").map(PathBuf::from),
+            nats_nkey: var("MNEME_NATS_NKEY").map(PathBuf::from),
             spool_dir: var("MNEME_SPOOL_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| proto::defaults::spool_dir(&home)),

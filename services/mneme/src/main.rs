@@ -6,7 +6,8 @@
 //! - `mneme search`, `timeline`, `get` and `context` read memory the way an agent does;
 //! - `mneme hooks install|uninstall|status` wires agent hosts to `mneme-hook`;
 //! - `mneme export --markdown` writes MEMORY.md and HISTORY.md per project;
-//! - `mneme mcp` serves the MCP tools over stdio for an agent host.
+//! - `mneme mcp` serves the MCP tools over stdio for an agent host;
+//! - `mneme nats-key` makes an NKey user for a box whose NATS requires one.
 
 mod backup;
 mod export;
@@ -15,6 +16,7 @@ mod hosts_config;
 mod import;
 mod import_formats;
 mod memory;
+mod nats_key;
 mod nats_server;
 mod serve;
 mod status;
@@ -73,6 +75,12 @@ enum Command {
     Import(import::ImportArgs),
     /// List stored sessions.
     Sessions(import::SessionsArgs),
+    /// Make an NKey user for NATS: the seed into FILE, the public key on stdout.
+    NatsKey {
+        /// Where to write the seed (created, never overwritten; readable by its owner only).
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+    },
     /// Serve mneme's MCP tools over stdio (no subcommand), or register them with agent hosts.
     Mcp {
         /// Without a subcommand: serve the tools over stdin and stdout, for a host to spawn.
@@ -115,5 +123,6 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Import(args) => import::run(args).await,
         Command::Sessions(args) => import::sessions(args).await,
+        Command::NatsKey { out } => nats_key::run(&out),
     }
 }

@@ -126,13 +126,7 @@ async fn collect(common: &CommonArgs) -> Value {
 }
 
 async fn connect(common: &CommonArgs) -> anyhow::Result<async_nats::Client> {
-    let mut options = async_nats::ConnectOptions::new().name("mneme-cli");
-    if let Some(token) = &common.nats_token {
-        options = options.token(token.clone());
-    }
-    if let Some(creds) = &common.nats_creds {
-        options = options.credentials_file(creds).await?;
-    }
+    let options = common::nats::options(common, "cli").await?;
     Ok(options.connect(&common.nats_url).await?)
 }
 
