@@ -704,6 +704,13 @@ const OBSERVATION_ROWS: &str = "SELECT json_array(id, event_id, session_id, proj
 const ITEM_ROWS: &str = "SELECT json_array(id, source, source_id, kind, session_id, project,
     agent, author, tool_name, title, text, context, seq, files, concepts, text_hash,
     occurred_at, indexed_at) FROM memory_items ORDER BY id";
+const COLLECTION_ROWS: &str = "SELECT json_array(c.id, c.name, c.description, c.query,
+    c.created_at, (SELECT json_group_array(item_id) FROM (SELECT item_id FROM collection_items
+    WHERE collection_id = c.id ORDER BY position))) FROM collections c ORDER BY c.id";
+const COLLECTION_TEXTS: &str = "SELECT json_array(c.name, c.query, c.created_at,
+    (SELECT json_group_array(text) FROM (SELECT m.text FROM collection_items ci
+     JOIN memory_items m ON m.id = ci.item_id WHERE ci.collection_id = c.id
+     ORDER BY ci.position))) FROM collections c ORDER BY c.name";
 
 /// Send a raw body with the token.
 async fn post_raw(
@@ -1135,6 +1142,21 @@ async fn the_command_line_exports_and_imports_what_the_api_does() {
     seed(&source, &http, "cli-1").await;
     seed(&source, &http, "cli-2").await;
     source.wait_indexed(6).await;
+    // Collections name items by id: one from a list (in an order of its own), one from a search.
+    let memory = |session: &str| {
+        format!("SELECT id FROM memory_items WHERE kind = 'memory' AND session_id = '{session}'")
+    };
+    let (first, second) = (
+        source.count(&memory("cli-1")).await,
+        source.count(&memory("cli-2")).await,
+    );
+    for body in [
+        json!({"name": "picked", "item_ids": [second, first]}),
+        json!({"name": "about backoff", "query": "exponential backoff"}),
+    ] {
+        let (status, made) = http.post("/v1/collections", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{made}");
+    }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("backup.jsonl");
     let out = source.mneme(&["export", "--jsonl", "--out", file.to_str().unwrap()]);
@@ -1155,6 +1177,8 @@ async fn the_command_line_exports_and_imports_what_the_api_does() {
     assert!(out.status.success());
     assert_eq!(body(&String::from_utf8_lossy(&out.stdout)), body(&written));
 
+    assert_eq!(written.matches("\"type\":\"collection\"").count(), 2);
+
     let fresh = App::start_core().await;
     let out = fresh.mneme(&["import", "mneme", "--path", file.to_str().unwrap()]);
     assert!(
@@ -1164,16 +1188,46 @@ async fn the_command_line_exports_and_imports_what_the_api_does() {
     );
     let done: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(done["sessions"], 2, "{done}");
+    assert_eq!(done["collections"], 2, "{done}");
     assert_eq!(done["skipped"], 0, "{done}");
-    for sql in [SESSION_ROWS, OBSERVATION_ROWS, ITEM_ROWS] {
+    for sql in [SESSION_ROWS, OBSERVATION_ROWS, ITEM_ROWS, COLLECTION_ROWS] {
         assert_eq!(rows(&fresh, sql).await, rows(&source, sql).await, "{sql}");
     }
     let again = fresh.mneme(&["import", "mneme", "--path", file.to_str().unwrap()]);
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(
-        (again["sessions"].as_i64(), again["memory_items"].as_i64()),
-        (Some(0), Some(0))
+        (
+            again["sessions"].as_i64(),
+            again["memory_items"].as_i64(),
+            again["collections"].as_i64()
+        ),
+        (Some(0), Some(0), Some(0))
     );
+    assert_eq!(
+        rows(&fresh, COLLECTION_ROWS).await,
+        rows(&source, COLLECTION_ROWS).await
+    );
+
+    // Into a store with memory of its own, items take other ids, and the collections follow
+    // them: the same texts in the same order.
+    let mut busy = App::start_core().await;
+    let busy_http = Http::new(&busy.start_api(with_token()).await);
+    seed(&busy, &busy_http, "own-1").await;
+    let out = busy.mneme(&["import", "mneme", "--path", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(
+        rows(&busy, COLLECTION_ROWS).await,
+        rows(&source, COLLECTION_ROWS).await
+    );
+    assert_eq!(
+        rows(&busy, COLLECTION_TEXTS).await,
+        rows(&source, COLLECTION_TEXTS).await
+    );
+    busy.stop_services().await;
 
     // A bad line stops the import there and says where; no file, no import.
     let bad = dir.path().join("bad.jsonl");

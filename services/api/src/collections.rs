@@ -114,6 +114,7 @@ pub async fn run_create(state: &State, input: CreateIn) -> ApiResult<proto::Coll
                 description,
                 search,
                 item_ids,
+                ..Default::default()
             },
         )
         .await?;

@@ -392,7 +392,7 @@ pub fn document() -> Value {
                 &["400", "401", "404", "429", "503"], false)},
             "/v1/export": {"get": {
                 "operationId": "export",
-                "summary": "All memory as JSON lines: a `mneme` header, every `session`, `observation` and `memory_item`, then an `end` line with the counts.",
+                "summary": "All memory as JSON lines: a `mneme` header, every `session`, `observation`, `memory_item` and `collection`, then an `end` line with the counts.",
                 "responses": responses(&["401", "429", "503"], "200", json!({"description": "JSON lines.", "content": {"application/x-ndjson": {"schema": {"type": "string"}}}})),
             }},
             "/v1/import": {"post": {
@@ -402,7 +402,7 @@ pub fn document() -> Value {
                 "requestBody": {"required": true, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
                 "responses": responses(&["400", "401", "403", "413", "422", "429", "503"], "200", ok("What was imported and what was there already.", json!({"type": "object", "properties": {
                         "lines": {"type": "integer"}, "sessions": {"type": "integer"}, "observations": {"type": "integer"},
-                        "memory_items": {"type": "integer"}, "skipped": {"type": "integer"}}}))),
+                        "memory_items": {"type": "integer"}, "collections": {"type": "integer"}, "skipped": {"type": "integer"}}}))),
             }},
             "/v1/retention": {
                 "get": operation("retention", "The retention policy and what its last run did.", json!([]),

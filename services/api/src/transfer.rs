@@ -1,15 +1,17 @@
 //! Export and import of all memory as JSON lines, and the retention policy.
 //!
 //! `GET /v1/export` streams one JSON object a line: a header, every session, every observation,
-//! every memory item, then an `end` line with the counts (a file without it was cut short). It
-//! reads the store opened read-only, a page at a time, like the api's other lists.
+//! every memory item, every collection (its items named by their ids in the export), then an
+//! `end` line with the counts (a file without it was cut short). It reads the store opened
+//! read-only, a page at a time, like the api's other lists.
 //!
 //! `POST /v1/import` takes such a file and hands its rows to their owners in batches: sessions
 //! and observations to ingest (`mneme.sessions.import`), memory items to retrieval
-//! (`mneme.retrieval.import`). Both leave alone what they already hold, so importing a file
-//! twice doubles nothing; a file with a bad line is imported up to that line, and importing it
-//! again once fixed is safe. Every text is scrubbed of secrets on the way in, as HTTP events
-//! are.
+//! (`mneme.retrieval.import`, which answers with each item's id in this store), collections to
+//! retrieval (`mneme.retrieval.collections.create`, with those ids). Each owner leaves alone
+//! what it already holds (a collection by its name), so importing a file twice doubles nothing;
+//! a file with a bad line is imported up to that line, and importing it again once fixed is
+//! safe. Every text is scrubbed of secrets on the way in, as HTTP events are.
 //!
 //! `GET`/`PUT /v1/retention` and `POST /v1/retention/apply` read, set and apply the policy,
 //! which ingest keeps and applies.
@@ -126,6 +128,18 @@ pub struct ItemLine {
     pub indexed_at_ms: i64,
 }
 
+/// A collection line: its columns and its items' ids (in the export's ids), in order.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CollectionLine {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    pub query: String,
+    pub created_at_ms: i64,
+    pub item_ids: Vec<i64>,
+}
+
 /// One line of an export.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -137,6 +151,7 @@ enum Line {
     Session(SessionLine),
     Observation(ObservationLine),
     MemoryItem(ItemLine),
+    Collection(CollectionLine),
     End {},
 }
 
@@ -163,6 +178,7 @@ enum Cursor {
     Sessions(String),
     Observations(i64),
     Items(i64),
+    Collections(i64),
     End,
     Done,
 }
@@ -172,6 +188,7 @@ struct Counts {
     sessions: u64,
     observations: u64,
     items: u64,
+    collections: u64,
 }
 
 fn line(kind: &str, row: &impl Serialize) -> String {
@@ -235,9 +252,43 @@ async fn next_page(
             counts.items += rows.len() as u64;
             let next = match rows.last() {
                 Some(last) if rows.len() as i64 == PAGE => Cursor::Items(last.id),
-                _ => Cursor::End,
+                _ => Cursor::Collections(0),
             };
             (rows.iter().map(|r| line("memory_item", r)).collect(), next)
+        }
+        Cursor::Collections(after) => {
+            let rows: Vec<(i64, String, String, String, i64, String)> = sqlx::query_as(
+                "SELECT c.id, c.name, c.description, c.query, c.created_at,
+                     coalesce((SELECT json_group_array(item_id) FROM
+                         (SELECT item_id FROM collection_items WHERE collection_id = c.id
+                          ORDER BY position)), '[]')
+                 FROM collections c WHERE c.id > ? ORDER BY c.id LIMIT ?",
+            )
+            .bind(after)
+            .bind(PAGE)
+            .fetch_all(pool)
+            .await?;
+            counts.collections += rows.len() as u64;
+            let next = match rows.last() {
+                Some(last) if rows.len() as i64 == PAGE => Cursor::Collections(last.0),
+                _ => Cursor::End,
+            };
+            let lines = rows
+                .into_iter()
+                .map(|(id, name, description, query, created_at_ms, items)| {
+                    let item_ids = serde_json::from_str(&items).unwrap_or_default();
+                    let row = CollectionLine {
+                        id,
+                        name,
+                        description,
+                        query,
+                        created_at_ms,
+                        item_ids,
+                    };
+                    line("collection", &row)
+                })
+                .collect();
+            (lines, next)
         }
         Cursor::End => (
             line(
@@ -246,6 +297,7 @@ async fn next_page(
                     "sessions": counts.sessions,
                     "observations": counts.observations,
                     "memory_items": counts.items,
+                    "collections": counts.collections,
                 }),
             ),
             Cursor::Done,
@@ -310,6 +362,7 @@ pub struct Imported {
     sessions: u64,
     observations: u64,
     items: u64,
+    collections: u64,
     skipped: u64,
 }
 
@@ -318,6 +371,8 @@ pub struct Imported {
 struct Pending {
     records: proto::ImportRecordsRequest,
     items: proto::ImportItemsRequest,
+    /// Each imported item's id in the export → its id here, for the collections after them.
+    ids: std::collections::HashMap<i64, i64>,
 }
 
 impl Pending {
@@ -363,6 +418,53 @@ impl Pending {
         }
         done.items += u64::from(reply.imported);
         done.skipped += u64::from(reply.skipped);
+        self.ids
+            .extend(reply.ids.iter().map(|pair| (pair.exported, pair.local)));
+        Ok(())
+    }
+
+    /// Make a collection of the items it held, named by their ids here. A collection whose
+    /// name is taken is left as it is (an import repeated), as is one none of whose items came
+    /// in.
+    async fn send_collection(
+        &mut self,
+        nats: &async_nats::Client,
+        collection: CollectionLine,
+        done: &mut Imported,
+    ) -> ApiResult<()> {
+        self.send_records(nats, done).await?;
+        self.send_items(nats, done).await?;
+        required("collection name", &collection.name)?;
+        let item_ids: Vec<i64> = collection
+            .item_ids
+            .iter()
+            .filter_map(|id| self.ids.get(id).copied())
+            .collect();
+        if item_ids.is_empty() {
+            done.skipped += 1;
+            return Ok(());
+        }
+        let request = proto::CreateCollectionRequest {
+            name: collection.name,
+            description: collection.description,
+            search: None,
+            item_ids,
+            query: collection.query,
+            created_at_ms: collection.created_at_ms,
+        };
+        let reply: proto::CollectionReply =
+            crate::ask(nats, "retrieval", subjects::COLLECTIONS_CREATE, &request).await?;
+        match reply.error_code.as_str() {
+            "" if reply.error.is_empty() => done.collections += 1,
+            "conflict" => done.skipped += 1,
+            "invalid" => return Err(bad_line(reply.error)),
+            _ => {
+                return Err(ApiError::unavailable(format!(
+                    "retrieval could not import a collection: {}",
+                    reply.error
+                )));
+            }
+        }
         Ok(())
     }
 
@@ -388,6 +490,7 @@ impl Pending {
                 .records
                 .observations
                 .push(observation_record(o, sanitizer)?),
+            Line::Collection(c) => self.send_collection(nats, c, done).await?,
             Line::MemoryItem(i) => {
                 self.send_records(nats, done).await?;
                 self.items.items.push(item_record(i, sanitizer)?);
@@ -559,6 +662,7 @@ impl<'a> Importer<'a> {
             "sessions": done.sessions,
             "observations": done.observations,
             "memory_items": done.items,
+            "collections": done.collections,
             "skipped": done.skipped,
         }))
     }

@@ -129,7 +129,7 @@ pub async fn create(
                 search.query.clone(),
             )
         }
-        (None, false) => (request.item_ids.clone(), String::new()),
+        (None, false) => (request.item_ids.clone(), request.query.trim().to_owned()),
         _ => {
             return Err(Refused::Invalid(
                 "give either a search or a list of item ids".to_owned(),
@@ -168,6 +168,11 @@ pub async fn create(
         )));
     }
     let now = common::now_ms();
+    // An import keeps when the collection was first made.
+    let created_at = match request.created_at_ms {
+        at if at > 0 && at <= now => at,
+        _ => now,
+    };
     let created: Option<(i64,)> = sqlx::query_as(
         "INSERT INTO collections (name, description, query, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
@@ -175,7 +180,7 @@ pub async fn create(
     .bind(name)
     .bind(request.description.trim())
     .bind(&query)
-    .bind(now)
+    .bind(created_at)
     .bind(now)
     .fetch_optional(&mut *tx)
     .await?;

@@ -288,16 +288,27 @@ pub async fn forget_sessions(
     Ok(removed)
 }
 
+/// What an import of memory items did.
+#[derive(Debug, Default)]
+pub struct ImportedItems {
+    pub written: usize,
+    /// Left out: already indexed, or of an observation this store does not hold.
+    pub skipped: usize,
+    /// (id in the export, id here) of every item written or already here, so what names items
+    /// by id (a collection) can be imported after them.
+    pub ids: Vec<(i64, i64)>,
+}
+
 /// Write exported memory items as they were (an import of all memory), with their full-text
-/// rows; returns how many were written and how many were left out (already indexed, or of an
-/// observation this store does not hold). An item keeps its id when no item of this store is at
-/// or above it, so a fresh store gets the same ids; otherwise it takes a new one above the
-/// others, where the background embedder, which works upwards through ids, finds it.
+/// rows. An item keeps its id when no item of this store is at or above it, so a fresh store
+/// gets the same ids; otherwise it takes a new one above the others, where the background
+/// embedder, which works upwards through ids, finds it.
 pub async fn import_items(
     pool: &SqlitePool,
     lexical: &Lexical,
     items: &[proto::MemoryItemRecord],
-) -> anyhow::Result<(usize, usize)> {
+) -> anyhow::Result<ImportedItems> {
+    let mut ids = Vec::with_capacity(items.len());
     let mut tx = store::begin_write(pool).await?;
     let mut written = Vec::new();
     let mut skipped = 0;
@@ -352,9 +363,17 @@ pub async fn import_items(
         .fetch_optional(&mut *tx)
         .await?;
         let Some((id,)) = inserted else {
+            let here: Option<(i64,)> =
+                sqlx::query_as("SELECT id FROM memory_items WHERE source = ? AND source_id = ?")
+                    .bind(&item.source)
+                    .bind(source_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            ids.extend(here.map(|(here,)| (item.id, here)));
             skipped += 1;
             continue;
         };
+        ids.push((item.id, id));
         // The full-text row is rebuilt as `insert_item` wrote it: the stored context is the
         // previous item's text, and the one before it comes from the items already here.
         let prev2 = if item.context.is_empty() {
@@ -407,7 +426,11 @@ pub async fn import_items(
     tx.commit().await?;
     let count = written.len();
     lexical.add(&written);
-    Ok((count, skipped))
+    Ok(ImportedItems {
+        written: count,
+        skipped,
+        ids,
+    })
 }
 
 /// Insert one item and its full-text row; `None` when its source row is already indexed.

@@ -706,14 +706,19 @@ async fn answer(
         subjects::RETRIEVAL_IMPORT => match proto::ImportItemsRequest::decode(payload) {
             Ok(request) => {
                 match index::import_items(&searcher.pool, &searcher.lexical, &request.items).await {
-                    Ok((imported, skipped)) => {
+                    Ok(done) => {
                         if let Some(vectors) = &searcher.vectors {
                             vectors.wake.notify_one();
                         }
                         proto::ImportItemsReply {
-                            imported: imported as u32,
-                            skipped: skipped as u32,
+                            imported: done.written as u32,
+                            skipped: done.skipped as u32,
                             error: String::new(),
+                            ids: done
+                                .ids
+                                .into_iter()
+                                .map(|(exported, local)| proto::ImportedItemId { exported, local })
+                                .collect(),
                         }
                     }
                     Err(error) => proto::ImportItemsReply {
