@@ -4,7 +4,8 @@
 #   1. the Debian base image is built from Debian's packages (deploy/base-images.sh);
 #   2. the mneme image is built from the real Dockerfile, fed the binaries already built on the
 #      host (`cargo build --workspace --bins`; a release build inside a container would take
-#      longer than CI allows), the host's nats-server and the MiniLM model package;
+#      longer than CI allows), the host's nats-server and the MiniLM model package; a small image
+#      holds the test OTLP receiver (target/debug/otlp-sink) for step 9;
 #   3. `compose up` on fresh volumes, timed until every container is healthy (cold start);
 #   4. hook events sent from the host through target/debug/mneme-hook to the published NATS
 #      port are found through the api's REST search;
@@ -14,12 +15,17 @@
 #   6. a second box on the same store volume refuses to start;
 #   7. `compose down` then `up`: the data is still there (warm start timed too);
 #   8. NATS with nats-auth.conf: the services authenticate, a hook without the token is refused
-#      (and spools), a hook with it gets through (and replays what was spooled).
+#      (and spools), a hook with it gets through (and replays what was spooled);
+#   9. the `otel` profile, its collector replaced by the test OTLP receiver (an override file
+#      keeps the service's name, port and the documented OTEL_EXPORTER_OTLP_ENDPOINT; Jaeger is
+#      not started, as its image cannot be pulled here): one hook event from the host is one
+#      trace holding spans from at least four services.
 #
 # Usage: bash tests/compose.sh   (from anywhere; needs root or the docker group, and debootstrap
 # unless the base image exists). MNEME_COMPOSE_KEEP=1 leaves the stack running afterwards.
+# Needs target/debug/mneme, mneme-hook and otlp-sink.
 # Images are kept between runs and rebuilt only when the binaries change, so a rerun takes
-# about a minute.
+# about 80 seconds on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -49,14 +55,20 @@ export DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0
 # volume's name must be the same under both.
 export COMPOSE_PROJECT_NAME=mnemecomposetest
 export MNEME_IMAGE=mneme:compose-test
-unset COMPOSE_PROFILES OTEL_EXPORTER_OTLP_ENDPOINT MNEME_NATS_CONFIG MNEME_NATS_TOKEN MNEME_NATS_BIND MNEME_API_BIND
+unset COMPOSE_PROFILES COMPOSE_FILE OTEL_EXPORTER_OTLP_ENDPOINT MNEME_NATS_CONFIG MNEME_NATS_TOKEN MNEME_NATS_BIND MNEME_API_BIND
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 MNEME_NATS_PORT="$(free_port)"
 MNEME_API_PORT="$(free_port)"
+# The otel profile publishes both OTLP ports; only the gRPC one is used (step 9).
+OTLP_GRPC_PORT="$(free_port)"
+OTLP_HTTP_PORT="$(free_port)"
 MNEME_API_TOKEN="compose-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-export MNEME_NATS_PORT MNEME_API_PORT MNEME_API_TOKEN
+export MNEME_NATS_PORT MNEME_API_PORT OTLP_GRPC_PORT OTLP_HTTP_PORT MNEME_API_TOKEN
 store_volume="${COMPOSE_PROJECT_NAME}_store"
-compose() { "${compose_bin[@]}" --project-directory "$repo" -f "$repo/compose.yaml" "$@"; }
+# Step 9 adds its override file here, so that everything after it, the clean-up included, sees
+# the receiver's container.
+compose_files=(-f "$repo/compose.yaml")
+compose() { "${compose_bin[@]}" --project-directory "$repo" "${compose_files[@]}" "$@"; }
 
 work="$(mktemp -d)"
 cleanup() {
@@ -66,7 +78,7 @@ cleanup() {
         compose logs --tail 40 >&2 || true
     fi
     if [ "${MNEME_COMPOSE_KEEP:-0}" = 1 ]; then
-        say "stack left running (project $COMPOSE_PROJECT_NAME, nats port $MNEME_NATS_PORT, api port $MNEME_API_PORT)"
+        say "stack left running (project $COMPOSE_PROJECT_NAME, nats port $MNEME_NATS_PORT, api port $MNEME_API_PORT, otlp port $OTLP_GRPC_PORT once step 9 ran)"
     else
         compose down -v --remove-orphans >/dev/null 2>&1 || true
     fi
@@ -146,7 +158,35 @@ else
     # The skipped builder stage still leaves an untagged image holding the build context.
     docker image prune -f --filter label=org.mneme.stage=builder >/dev/null
 fi
-[ -x target/debug/mneme-hook ] || fail "target/debug/mneme-hook is missing: run cargo build --workspace --bins first"
+for bin in mneme-hook otlp-sink; do
+    [ -x "target/debug/$bin" ] || fail "target/debug/$bin is missing: run cargo build --workspace --bins first"
+done
+
+# The test OTLP receiver of step 9, on the same Debian base. Like the binaries image, it is named
+# after the binary it holds, so an unchanged receiver is never rebuilt.
+sink_context="$work/otlp-sink"
+mkdir -p "$sink_context"
+if command -v strip >/dev/null; then
+    strip --strip-debug -o "$sink_context/otlp-sink" target/debug/otlp-sink
+else
+    cp target/debug/otlp-sink "$sink_context/otlp-sink"
+fi
+sink_image="mneme-otlp-sink:$(sha256sum "$sink_context/otlp-sink" | cut -c1-16)"
+if ! docker image inspect "$sink_image" >/dev/null 2>&1; then
+    cat >"$sink_context/Dockerfile" <<'DOCKERFILE'
+FROM debian:bookworm-slim
+COPY otlp-sink /usr/local/bin/otlp-sink
+USER 65534
+ENTRYPOINT ["otlp-sink"]
+CMD ["0.0.0.0:4317"]
+DOCKERFILE
+    docker build -q -t "$sink_image" "$sink_context" >/dev/null
+    say "built the test OTLP receiver's image $sink_image"
+fi
+rm -rf "$sink_context"
+for old in $(docker images --format '{{.Repository}}:{{.Tag}}' mneme-otlp-sink); do
+    [ "$old" = "$sink_image" ] || docker rmi "$old" >/dev/null 2>&1 || true
+done
 image_bytes="$(docker image inspect -f '{{.Size}}' "$MNEME_IMAGE")"
 model_layer_bytes="$(docker run --rm --entrypoint du "$MNEME_IMAGE" -sb /usr/share/mneme/model | cut -f1)"
 base_bytes="$(docker image inspect -f '{{.Size}}' debian:bookworm-slim)"
@@ -156,6 +196,8 @@ say "image size: $((image_bytes / 1000000)) MB in all, $(((image_bytes - model_l
 # --- helpers ----------------------------------------------------------------------------------
 containers() { compose ps -q; }
 
+# nats and the five services; step 9 adds the OTLP receiver.
+expected_containers=6
 # Wait until every container of the stack runs and reports healthy; print the seconds it took.
 wait_healthy() {
     local from="$1" deadline=$((SECONDS + ${2:-180})) states ids
@@ -164,7 +206,7 @@ wait_healthy() {
         if [ -n "$ids" ]; then
             # shellcheck disable=SC2086
             states="$(docker inspect -f '{{.Name}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' $ids)"
-            if [ "$(wc -l <<<"$states")" -eq 6 ] && ! grep -qv ' running healthy$' <<<"$states"; then
+            if [ "$(wc -l <<<"$states")" -eq "$expected_containers" ] && ! grep -qv ' running healthy$' <<<"$states"; then
                 since "$from"
                 return 0
             fi
@@ -332,4 +374,108 @@ wait_counts compose-auth authword 2 60
 [ "$(spooled)" = 0 ] || fail "the refused event was not replayed"
 say "a hook without the token was refused (its event spooled); with the token, both events arrived"
 
-say "passed (image $((image_bytes / 1000000)) MB, $(((image_bytes - model_layer_bytes) / 1000000)) MB without the model; cold start ${cold}s, warm start ${warm}s)"
+# --- 9. the otel profile: one hook event is one trace across the services ---------------------
+# The profile's collector image cannot be pulled here, so an override file keeps the
+# `otel-collector` service (its name, its published port, the endpoint compose.yaml documents)
+# and swaps the collector for the test receiver, which prints every span as a JSON line. Jaeger is
+# not started: its image cannot be pulled either, and the receiver forwards nothing. The override
+# puts the service in a profile of its own as well, so activating that profile starts the
+# receiver without Jaeger (which is why the collector must not depend on Jaeger in
+# compose.yaml). NATS stays behind the token of step 8; `up` recreates only the containers whose
+# settings change (the five services, which now export to the receiver).
+otel_override="$work/otel-sink.yaml"
+cat >"$otel_override" <<YAML
+services:
+  otel-collector:
+    image: $sink_image
+    profiles: ["otlp-sink"]
+    command: ["0.0.0.0:4317"]
+    # The base image has bash, whose /dev/tcp tells when the receiver listens.
+    healthcheck:
+      test: ["CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/4317"]
+      interval: 1s
+      timeout: 3s
+      retries: 30
+YAML
+compose_files+=(-f "$otel_override")
+export COMPOSE_PROFILES=otlp-sink
+expected_containers=7
+OTEL_EXPORTER_OTLP_ENDPOINT=http://otel-collector:4317 compose up -d >/dev/null 2>&1 ||
+    { OTEL_EXPORTER_OTLP_ENDPOINT=http://otel-collector:4317 compose up -d; fail "compose up with the otel override failed"; }
+wait_healthy "$(now)" >/dev/null
+
+# One prompt from the host, exporting the hook's spans to the receiver's published port; the
+# session name is unique, so the hook's root span names the trace to look at.
+otel_session="compose-otel-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+: >"$work/hook-stderr"
+OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$OTLP_GRPC_PORT" MNEME_HOOK_OTLP_TIMEOUT_MS=3000 \
+    hook_token="$MNEME_NATS_TOKEN" send_prompt "$otel_session" "one traced prompt mk950x (otelword)"
+wait_counts "$otel_session" otelword 1 60
+
+# The spans received so far, grouped by trace. `summary` prints one line about the trace of the
+# session's hook run: whether it is complete (every expected service present, every parent
+# received), whether it passes (at least four services, a single root), and the figures;
+# `dump` prints, for a failure message, every span of the traces a hook run started and a count
+# of the others (the api's requests made while the test polls it).
+receiver="$(compose ps -q otel-collector)"
+received_spans() { docker logs "$receiver" 2>/dev/null; }
+trace_report() {
+    received_spans | python3 -c '
+import collections, json, sys
+mode, session = sys.argv[1], sys.argv[2]
+spans = []
+for line in sys.stdin:
+    try:
+        spans.append(json.loads(line))
+    except ValueError:
+        pass
+traces = collections.defaultdict(list)
+for span in spans:
+    traces[span["trace_id"]].append(span)
+if mode == "dump":
+    hooked = {t: m for t, m in traces.items() if any(s["service"] == "mneme-hook" for s in m)}
+    others = collections.Counter(s["service"] for t, m in traces.items() if t not in hooked for s in m)
+    print("%d spans in %d traces, %d of them started by a hook run:" % (len(spans), len(traces), len(hooked)))
+    for trace_id, members in hooked.items():
+        print("trace " + trace_id)
+        for s in members:
+            print("  %s %s span %s parent %s session %s" % (s["service"], s["name"], s["span_id"], s["parent_span_id"] or "-", s["attributes"].get("session_id", "-")))
+    print("spans of other traces by service: %s" % (dict(others) or "none"))
+    sys.exit()
+hooks = [s for s in spans if s["service"] == "mneme-hook" and s["name"] == "hook" and s["attributes"].get("session_id") == session]
+if not hooks:
+    print("0 0 - 0 - 0 0")
+    sys.exit()
+trace_id = hooks[0]["trace_id"]
+members = traces[trace_id]
+services = sorted({s["service"] for s in members})
+ids = {s["span_id"] for s in members}
+roots = sum(1 for s in members if not s["parent_span_id"])
+dangling = sum(1 for s in members if s["parent_span_id"] and s["parent_span_id"] not in ids)
+expected = {"mneme-hook", "mneme-ingest", "mneme-retrieval", "mneme-compressor", "mneme-pattern"}
+complete = int(expected <= set(services) and dangling == 0)
+passes = int(len(services) >= 4 and roots == 1)
+print(complete, passes, trace_id, len(members), ",".join(services), roots, dangling)
+' "$@"
+}
+# The services export in batches (every 5 s by default), so wait for the whole trace to arrive,
+# and judge what there is when it does not.
+deadline=$((SECONDS + 30))
+while :; do
+    report="$(trace_report summary "$otel_session" || true)"
+    read -r complete passes trace_id span_count services roots dangling <<<"${report:-0 0 - 0 - 0 0}"
+    [ "$complete" = 1 ] && break
+    [ "$SECONDS" -ge "$deadline" ] && break
+    sleep 0.5
+done
+if [ "$trace_id" = - ]; then
+    printf '%s\n' "the receiver got:" "$(trace_report dump "$otel_session")" "the hook said:" "$(cat "$work/hook-stderr")" >&2
+    fail "no span of the hook run for session $otel_session reached the receiver"
+fi
+if [ "$passes" != 1 ]; then
+    printf '%s\n' "the receiver got:" "$(trace_report dump "$otel_session")" "the hook said:" "$(cat "$work/hook-stderr")" >&2
+    fail "the trace of session $otel_session ($trace_id) has $span_count spans from services '$services' with $roots roots and $dangling spans whose parent is missing; want spans from at least four services under a single root"
+fi
+say "otel: trace $trace_id has $span_count spans from services $services (a single root; $dangling spans whose parent did not arrive)"
+
+say "passed (image $((image_bytes / 1000000)) MB, $(((image_bytes - model_layer_bytes) / 1000000)) MB without the model; cold start ${cold}s, warm start ${warm}s; one hook event traced across $(tr ',' '\n' <<<"$services" | wc -l) services)"
