@@ -198,16 +198,23 @@ pub async fn replace_items(
                 continue;
             }
         }
-        let existing: Option<(i64, String, String)> = sqlx::query_as(
-            "SELECT id, title, text FROM memory_items WHERE source = ? AND source_id = ?",
+        let existing: Option<(i64, String, String, String, String)> = sqlx::query_as(
+            "SELECT id, title, text, session_id, project FROM memory_items
+             WHERE source = ? AND source_id = ?",
         )
         .bind(item.source)
         .bind(item.source_id)
         .fetch_optional(&mut *tx)
         .await?;
         let mut replaced = None;
-        if let Some((id, title, text)) = existing {
-            if title == item.title && text == item.text {
+        if let Some((id, title, text, session, project)) = existing {
+            // A pattern's item follows the session it was last seen in, even when its text
+            // stays: forgetting a deleted session must not take a pattern seen since elsewhere.
+            if title == item.title
+                && text == item.text
+                && session == item.session_id
+                && project == item.project
+            {
                 continue;
             }
             sqlx::query("DELETE FROM memory_fts WHERE rowid = ?")
