@@ -211,20 +211,8 @@ impl App {
             )));
             services.extend(["compressor", "pattern"]);
         }
-        let client = self.client().await;
         for service in services {
-            let healthy = wait_until(Duration::from_secs(30), || async {
-                use proto::Message as _;
-                client
-                    .request(
-                        proto::subjects::health_subject(service),
-                        proto::HealthRequest {}.encode_to_vec().into(),
-                    )
-                    .await
-                    .is_ok()
-            })
-            .await;
-            if healthy.is_err() {
+            if !self.wait_healthy(service, Duration::from_secs(30)).await {
                 use futures::FutureExt as _;
                 let errors: Vec<String> = self
                     .services
@@ -235,6 +223,23 @@ impl App {
                 panic!("{service} did not become healthy; ended services: {errors:?}");
             }
         }
+    }
+
+    /// Whether `service` answered its health probe within `timeout`.
+    pub async fn wait_healthy(&self, service: &str, timeout: Duration) -> bool {
+        use proto::Message as _;
+        let client = self.client().await;
+        wait_until(timeout, || async {
+            client
+                .request(
+                    proto::subjects::health_subject(service),
+                    proto::HealthRequest {}.encode_to_vec().into(),
+                )
+                .await
+                .is_ok()
+        })
+        .await
+        .is_ok()
     }
 
     /// Start the api on a free loopback port with these settings; returns its base URL.

@@ -1,7 +1,7 @@
 //! How services and hooks reach NATS: an NKey user on a server that requires one (the dev box
 //! listening beyond localhost), and a server that comes up after the services.
 
-use crate::harness::{App, binary, retrieval_args, wait_until};
+use crate::harness::{App, binary, retrieval_args};
 use std::time::Duration;
 
 fn prompt(session: &str, text: &str) -> Vec<u8> {
@@ -103,19 +103,10 @@ async fn a_service_started_before_nats_connects_when_it_comes_up() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(!ingest.is_finished(), "ingest gave up while nats was down");
     app.nats.resume();
-    let client = app.client().await;
-    let healthy = wait_until(Duration::from_secs(30), || async {
-        use proto::Message as _;
-        client
-            .request(
-                proto::subjects::health_subject("ingest"),
-                proto::HealthRequest {}.encode_to_vec().into(),
-            )
-            .await
-            .is_ok()
-    })
-    .await;
-    assert!(healthy.is_ok(), "ingest did not come up after nats did");
+    assert!(
+        app.wait_healthy("ingest", Duration::from_secs(30)).await,
+        "ingest did not come up after nats did"
+    );
     let (output, _) = app.hook(&prompt("late-1", "nats came up after ingest"));
     assert!(output.status.success());
     let stored = "SELECT count(*) FROM observations WHERE session_id = 'late-1'";

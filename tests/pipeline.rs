@@ -333,18 +333,10 @@ async fn one_hook_event_is_one_trace_from_hook_through_ingest() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let client = app.client().await;
-    crate::harness::wait_until(Duration::from_secs(30), || async {
-        client
-            .request(
-                proto::subjects::health_subject("ingest"),
-                proto::HealthRequest {}.encode_to_vec().into(),
-            )
-            .await
-            .is_ok()
-    })
-    .await
-    .expect("mneme-ingest did not become healthy");
+    assert!(
+        app.wait_healthy("ingest", Duration::from_secs(30)).await,
+        "mneme-ingest did not become healthy"
+    );
     let payload = serde_json::json!({"hook_event_name": "PostToolUse", "session_id": "trace", "cwd": "/tmp",
         "tool_name": "Bash", "tool_use_id": "toolu_trace", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a"}});
     assert!(app.hook(payload.to_string().as_bytes()).0.status.success());
@@ -363,7 +355,7 @@ async fn one_hook_event_is_one_trace_from_hook_through_ingest() {
         .await
         .unwrap();
 
-    let js = async_nats::jetstream::new(client);
+    let js = async_nats::jetstream::new(app.client().await);
     let stream = js.get_stream(proto::subjects::INGEST_STREAM).await.unwrap();
     let message = stream.get_raw_message(1).await.unwrap();
     let stored = proto::ObservationStored::decode(message.payload.clone()).unwrap();

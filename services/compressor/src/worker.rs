@@ -121,23 +121,14 @@ impl Worker {
         let mut notices = Vec::with_capacity(messages.len());
         let mut deleted: Vec<String> = Vec::new();
         for message in messages {
-            if message.subject.as_str() == subjects::SESSIONS_DELETED {
-                match proto::SessionsDeleted::decode(message.payload.as_ref()) {
-                    Ok(notice) => {
-                        let span = tracing::info_span!(
-                            "compressor.deleted",
-                            subject = %message.subject,
-                            sessions = notice.session_ids.len(),
-                        );
-                        common::nats::continue_trace(&span, message.headers.as_ref());
-                        deleted.extend(notice.session_ids);
+            if let Some(deletion) = common::streams::deleted_sessions(&message) {
+                match deletion {
+                    Ok((ids, span)) => {
+                        deleted.extend(ids);
                         good.push(message);
                         notices.push(span);
                     }
-                    Err(error) => {
-                        self.dead_letter(&message, &format!("not a SessionsDeleted: {error}"))
-                            .await
-                    }
+                    Err(reason) => self.dead_letter(&message, &reason).await,
                 }
                 continue;
             }

@@ -82,23 +82,14 @@ async fn handle(
     let mut notices = Vec::with_capacity(messages.len());
     let mut deleted: Vec<String> = Vec::new();
     for message in messages {
-        if message.subject.as_str() == subjects::SESSIONS_DELETED {
-            match proto::SessionsDeleted::decode(message.payload.as_ref()) {
-                Ok(notice) => {
-                    let span = tracing::info_span!(
-                        "pattern.deleted",
-                        subject = %message.subject,
-                        sessions = notice.session_ids.len(),
-                    );
-                    common::nats::continue_trace(&span, message.headers.as_ref());
-                    deleted.extend(notice.session_ids);
+        if let Some(deletion) = common::streams::deleted_sessions(&message) {
+            match deletion {
+                Ok((ids, span)) => {
+                    deleted.extend(ids);
                     good.push(message);
                     notices.push(span);
                 }
-                Err(error) => {
-                    let reason = format!("not a SessionsDeleted: {error}");
-                    dead_letter(jetstream, &message, &reason).await
-                }
+                Err(reason) => dead_letter(jetstream, &message, &reason).await,
             }
             continue;
         }
