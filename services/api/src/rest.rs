@@ -585,6 +585,12 @@ async fn unarchive_session(state: AppState, Path(id): Path<String>) -> ApiResult
 /// their rows on ingest's notice of the delete, a moment later.
 async fn delete_session(state: AppState, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let id = session_id(&id)?;
+    // Counted first: retrieval may forget the items on ingest's notice before this request's
+    // own forget reaches it, which then finds none left.
+    let (held,): (i64,) = sqlx::query_as("SELECT count(*) FROM memory_items WHERE session_id = ?")
+        .bind(id)
+        .fetch_one(&state.pool().await?)
+        .await?;
     let reply: proto::SessionsChangedReply = state
         .ask(
             "ingest",
@@ -614,7 +620,7 @@ async fn delete_session(state: AppState, Path(id): Path<String>) -> ApiResult<Js
         "session_id": id,
         "deleted": true,
         "observations": reply.observations,
-        "memory_items": forgot.items,
+        "memory_items": forgot.items.max(held.max(0) as u64),
     })))
 }
 
