@@ -32,6 +32,26 @@ http_ok() {
     bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n" "$2" >&3 && head -n 1 <&3 | grep -q " 200 "' _ "$1" "$2"
 }
 
+# compose mounts the file named by MNEME_NATS_NKEY_FILE at this path (the `nats-nkey` secret),
+# and an empty file when none is named. A non-empty file there is the NKey seed the
+# box's clients authenticate with, unless MNEME_NATS_NKEY names another one explicitly. The
+# health check runs in a process of its own, not under the exec below, so it calls this too.
+# With an argument, a seed the image's user cannot read stops the container with the remedy
+# instead of leaving it to be refused by NATS over and over; a bind mount keeps the host file's
+# owner and mode, and nothing running as this user can change them.
+mounted_nkey=/run/secrets/nats-nkey
+use_mounted_nkey() {
+    if [ -n "${MNEME_NATS_NKEY:-}" ] || [ ! -s "$mounted_nkey" ]; then
+        return 0
+    fi
+    if [ -r "$mounted_nkey" ]; then
+        export MNEME_NATS_NKEY="$mounted_nkey"
+    elif [ -n "${1:-}" ]; then
+        echo "mneme-$1: refusing to start: the NKey seed $mounted_nkey (MNEME_NATS_NKEY_FILE) is not readable by uid $(id -u); on the host, give it to that user: chown $(id -u) <file> (or setfacl -m u:$(id -u):r <file>)" >&2
+        exit 78
+    fi
+}
+
 command="${1:-help}"
 case "$command" in
 nats)
@@ -43,18 +63,33 @@ nats)
         echo "nats: refusing to start: $config needs MNEME_NATS_TOKEN of 16 characters or more" >&2
         exit 78
     fi
+    # Likewise for an NKey user: anything but a user's public key (U and 55 more characters),
+    # a seed pasted by mistake above all, is refused here with a plain reason.
+    user="${MNEME_NATS_NKEY_USER:-}"
+    if [ "$config" = nats-nkey.conf ]; then
+        case "$user" in
+        U*) [ "${#user}" -eq 56 ] ;;
+        *) false ;;
+        esac || {
+            echo "nats: refusing to start: $config needs MNEME_NATS_NKEY_USER, a user's public key (U and 55 more characters, printed by mneme nats-key)" >&2
+            exit 78
+        }
+    fi
     exec nats-server --config "/etc/mneme/$config" "$@"
     ;;
 ingest | retrieval | compressor | pattern)
     shift
+    use_mounted_nkey "$command"
     hold_store_lock "$command"
     exec mneme serve "$command" "$@"
     ;;
 api)
     shift
+    use_mounted_nkey api
     exec mneme serve api "$@"
     ;;
 healthcheck)
+    [ "${2:-}" = nats ] || use_mounted_nkey "${2:-healthcheck}"
     case "${2:-}" in
     # JetStream must be up too, not only the client port: the services create streams at start.
     nats) http_ok 8222 "/healthz?js-enabled-only=true" ;;
@@ -66,6 +101,7 @@ help | --help | -h)
     sed -n '2,9s/^# \{0,1\}//p' "$0"
     ;;
 *)
+    use_mounted_nkey
     exec "$@"
     ;;
 esac

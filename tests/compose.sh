@@ -5,7 +5,7 @@
 #   2. the mneme image is built from the real Dockerfile, fed the binaries already built on the
 #      host (`cargo build --workspace --bins`; a release build inside a container would take
 #      longer than CI allows), the host's nats-server and the MiniLM model package; a small image
-#      holds the test OTLP receiver (target/debug/otlp-sink) for step 9;
+#      holds the test OTLP receiver (target/debug/otlp-sink) for step 10;
 #   3. `compose up` on fresh volumes, timed until every container is healthy (cold start);
 #   4. hook events sent from the host through target/debug/mneme-hook to the published NATS
 #      port are found through the api's REST search;
@@ -16,7 +16,10 @@
 #   7. `compose down` then `up`: the data is still there (warm start timed too);
 #   8. NATS with nats-auth.conf: the services authenticate, a hook without the token is refused
 #      (and spools), a hook with it gets through (and replays what was spooled);
-#   9. the `otel` profile, its collector replaced by the test OTLP receiver (an override file
+#   9. NATS with nats-nkey.conf and a key from `mneme nats-key`: the services authenticate with the
+#      seed compose mounts for them, a hook without it is refused (and spools), a hook with it
+#      gets through (and replays what was spooled);
+#  10. the `otel` profile, its collector replaced by the test OTLP receiver (an override file
 #      keeps the service's name, port and the documented OTEL_EXPORTER_OTLP_ENDPOINT; Jaeger is
 #      not started, as its image cannot be pulled here): one hook event from the host is one
 #      trace holding spans from at least four services.
@@ -25,7 +28,7 @@
 # unless the base image exists). MNEME_COMPOSE_KEEP=1 leaves the stack running afterwards.
 # Needs target/debug/mneme, mneme-hook and otlp-sink.
 # Images are kept between runs and rebuilt only when the binaries change, so a rerun takes
-# about 80 seconds on two cores.
+# about 100 seconds on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -55,17 +58,18 @@ export DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0
 # volume's name must be the same under both.
 export COMPOSE_PROJECT_NAME=mnemecomposetest
 export MNEME_IMAGE=mneme:compose-test
-unset COMPOSE_PROFILES COMPOSE_FILE OTEL_EXPORTER_OTLP_ENDPOINT MNEME_NATS_CONFIG MNEME_NATS_TOKEN MNEME_NATS_BIND MNEME_API_BIND
+unset COMPOSE_PROFILES COMPOSE_FILE OTEL_EXPORTER_OTLP_ENDPOINT MNEME_NATS_CONFIG MNEME_NATS_TOKEN MNEME_NATS_BIND MNEME_API_BIND \
+    MNEME_NATS_NKEY MNEME_NATS_NKEY_USER MNEME_NATS_NKEY_FILE
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 MNEME_NATS_PORT="$(free_port)"
 MNEME_API_PORT="$(free_port)"
-# The otel profile publishes both OTLP ports; only the gRPC one is used (step 9).
+# The otel profile publishes both OTLP ports; only the gRPC one is used (step 10).
 OTLP_GRPC_PORT="$(free_port)"
 OTLP_HTTP_PORT="$(free_port)"
 MNEME_API_TOKEN="compose-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 export MNEME_NATS_PORT MNEME_API_PORT OTLP_GRPC_PORT OTLP_HTTP_PORT MNEME_API_TOKEN
 store_volume="${COMPOSE_PROJECT_NAME}_store"
-# Step 9 adds its override file here, so that everything after it, the clean-up included, sees
+# Step 10 adds its override file here, so that everything after it, the clean-up included, sees
 # the receiver's container.
 compose_files=(-f "$repo/compose.yaml")
 compose() { "${compose_bin[@]}" --project-directory "$repo" "${compose_files[@]}" "$@"; }
@@ -78,7 +82,7 @@ cleanup() {
         compose logs --tail 40 >&2 || true
     fi
     if [ "${MNEME_COMPOSE_KEEP:-0}" = 1 ]; then
-        say "stack left running (project $COMPOSE_PROJECT_NAME, nats port $MNEME_NATS_PORT, api port $MNEME_API_PORT, otlp port $OTLP_GRPC_PORT once step 9 ran)"
+        say "stack left running (project $COMPOSE_PROJECT_NAME, nats port $MNEME_NATS_PORT, api port $MNEME_API_PORT, otlp port $OTLP_GRPC_PORT once step 10 ran)"
     else
         compose down -v --remove-orphans >/dev/null 2>&1 || true
     fi
@@ -162,7 +166,7 @@ for bin in mneme-hook otlp-sink; do
     [ -x "target/debug/$bin" ] || fail "target/debug/$bin is missing: run cargo build --workspace --bins first"
 done
 
-# The test OTLP receiver of step 9, on the same Debian base. Like the binaries image, it is named
+# The test OTLP receiver of step 10, on the same Debian base. Like the binaries image, it is named
 # after the binary it holds, so an unchanged receiver is never rebuilt.
 sink_context="$work/otlp-sink"
 mkdir -p "$sink_context"
@@ -196,7 +200,7 @@ say "image size: $((image_bytes / 1000000)) MB in all, $(((image_bytes - model_l
 # --- helpers ----------------------------------------------------------------------------------
 containers() { compose ps -q; }
 
-# nats and the five services; step 9 adds the OTLP receiver.
+# nats and the five services; step 10 adds the OTLP receiver.
 expected_containers=6
 # Wait until every container of the stack runs and reports healthy; print the seconds it took.
 wait_healthy() {
@@ -225,11 +229,13 @@ api() {
 
 hook_home="$work/hook"
 # One prompt through the real hook, from the host to the published NATS port, as an agent host
-# would send it. The hook always exits 0; MNEME_HOOK_DEBUG makes it say why it spooled.
+# would send it, with the token in hook_token or the seed file in hook_nkey (the hook takes an
+# empty variable for an unset one). The hook always exits 0; MNEME_HOOK_DEBUG makes it say why
+# it spooled.
 send_prompt() {
     local session="$1" text="$2"
     printf '{"hook_event_name":"UserPromptSubmit","session_id":"%s","cwd":"/work/compose-demo","prompt":"%s"}' "$session" "$text" |
-        MNEME_NATS_URL="nats://127.0.0.1:$MNEME_NATS_PORT" MNEME_NATS_TOKEN="${hook_token:-}" \
+        MNEME_NATS_URL="nats://127.0.0.1:$MNEME_NATS_PORT" MNEME_NATS_TOKEN="${hook_token:-}" MNEME_NATS_NKEY="${hook_nkey:-}" \
             MNEME_HOME="$hook_home" MNEME_HOOK_DEBUG=1 \
             MNEME_HOOK_ACK_TIMEOUT_MS=3000 MNEME_HOOK_CONNECT_TIMEOUT_MS=2000 \
             target/debug/mneme-hook claude-code >/dev/null 2>>"$work/hook-stderr"
@@ -374,14 +380,43 @@ wait_counts compose-auth authword 2 60
 [ "$(spooled)" = 0 ] || fail "the refused event was not replayed"
 say "a hook without the token was refused (its event spooled); with the token, both events arrived"
 
-# --- 9. the otel profile: one hook event is one trace across the services ---------------------
+# --- 9. NATS with an NKey user instead of a token ---------------------------------------------
+# As README.md tells a box's owner: a key from `mneme nats-key`, its public key for nats-server,
+# its seed for the services through MNEME_NATS_NKEY_FILE. The box gets a copy of the seed handed
+# to the image's user (a bind mount keeps the host's owner and mode 0600); the host's hook keeps
+# the original. Without root, docker itself changes the copy's owner.
+compose down >/dev/null 2>&1
+unset MNEME_NATS_TOKEN
+nkey_seed="$work/mneme.nk"
+box_seed="$work/box.nk"
+MNEME_NATS_NKEY_USER="$(target/debug/mneme nats-key --out "$nkey_seed" 2>/dev/null)"
+[ "$(stat -c %a "$nkey_seed")" = 600 ] || fail "mneme nats-key wrote $nkey_seed with mode $(stat -c %a "$nkey_seed"), not 600"
+cp "$nkey_seed" "$box_seed"
+chown 10001 "$box_seed" 2>/dev/null ||
+    docker run --rm --user 0 -v "$box_seed:/seed" --entrypoint chown "$MNEME_IMAGE" 10001 /seed
+MNEME_NATS_CONFIG=nats-nkey.conf
+MNEME_NATS_NKEY_FILE="$box_seed"
+export MNEME_NATS_CONFIG MNEME_NATS_NKEY_USER MNEME_NATS_NKEY_FILE
+compose up -d >/dev/null 2>&1 || { compose up -d; fail "compose up with nats-nkey.conf failed"; }
+wait_healthy "$(now)" >/dev/null
+say "with nats-nkey.conf every service authenticated with the seed mounted from MNEME_NATS_NKEY_FILE and is healthy"
+: >"$work/hook-stderr"
+hook_nkey="" send_prompt compose-nkey "a hook without the key mk903x (nkeyword)"
+grep -q "spooled:.*[Aa]uthorization" "$work/hook-stderr" || fail "a hook without the key was not refused: $(cat "$work/hook-stderr")"
+[ "$(spooled)" = 1 ] || fail "the event refused without the key was not spooled"
+hook_nkey="$nkey_seed" send_prompt compose-nkey "a hook with the key mk904x (nkeyword)"
+wait_counts compose-nkey nkeyword 2 60
+[ "$(spooled)" = 0 ] || fail "the event refused without the key was not replayed"
+say "a hook without the key was refused (its event spooled); with MNEME_NATS_NKEY, both events arrived"
+
+# --- 10. the otel profile: one hook event is one trace across the services --------------------
 # The profile's collector image cannot be pulled here, so an override file keeps the
 # `otel-collector` service (its name, its published port, the endpoint compose.yaml documents)
 # and swaps the collector for the test receiver, which prints every span as a JSON line. Jaeger is
 # not started: its image cannot be pulled either, and the receiver forwards nothing. The override
 # puts the service in a profile of its own as well, so activating that profile starts the
 # receiver without Jaeger (which is why the collector must not depend on Jaeger in
-# compose.yaml). NATS stays behind the token of step 8; `up` recreates only the containers whose
+# compose.yaml). NATS stays behind the NKey of step 9; `up` recreates only the containers whose
 # settings change (the five services, which now export to the receiver).
 otel_override="$work/otel-sink.yaml"
 cat >"$otel_override" <<YAML
@@ -409,7 +444,7 @@ wait_healthy "$(now)" >/dev/null
 otel_session="compose-otel-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
 : >"$work/hook-stderr"
 OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$OTLP_GRPC_PORT" MNEME_HOOK_OTLP_TIMEOUT_MS=3000 \
-    hook_token="$MNEME_NATS_TOKEN" send_prompt "$otel_session" "one traced prompt mk950x (otelword)"
+    hook_nkey="$nkey_seed" send_prompt "$otel_session" "one traced prompt mk950x (otelword)"
 wait_counts "$otel_session" otelword 1 60
 
 # The spans received so far, grouped by trace. `summary` prints one line about the trace of the
