@@ -363,6 +363,25 @@ wait_counts compose-faults faultword "$total" 30
 wait_counts compose-nats natsword "$total_nats" 30
 say "after down and up: both sessions still hold every event, once"
 
+# A hook without the credential is refused by NATS and spools its event; with it (`$var` set to
+# `$value`, which send_prompt reads), it gets through and replays the spool, and search finds
+# both events once. Arguments: session, search word, first marker number, what the credential
+# is called, the variable send_prompt reads, its value.
+refused_then_admitted() {
+    local session="$1" word="$2" n="$3" what="$4" var="$5" value="$6"
+    : >"$work/hook-stderr"
+    # Bash variables are dynamically scoped, so send_prompt sees this one.
+    local "$var"=""
+    send_prompt "$session" "a hook without $what mk${n}x ($word)"
+    grep -q "spooled:.*[Aa]uthorization" "$work/hook-stderr" || fail "a hook without $what was not refused: $(cat "$work/hook-stderr")"
+    [ "$(spooled)" = 1 ] || fail "the event refused without $what was not spooled"
+    local "$var"="$value"
+    send_prompt "$session" "a hook with $what mk$((n + 1))x ($word)"
+    wait_counts "$session" "$word" 2 60
+    [ "$(spooled)" = 0 ] || fail "the event refused without $what was not replayed"
+    say "a hook without $what was refused (its event spooled); with $what, both events arrived"
+}
+
 # --- 8. NATS behind a token, as for a box other machines reach ------------------------------
 compose down >/dev/null 2>&1
 MNEME_NATS_CONFIG=nats-auth.conf
@@ -371,14 +390,7 @@ export MNEME_NATS_CONFIG MNEME_NATS_TOKEN
 compose up -d >/dev/null 2>&1
 wait_healthy "$(now)" >/dev/null
 say "with nats-auth.conf every service authenticated with MNEME_NATS_TOKEN and is healthy"
-: >"$work/hook-stderr"
-hook_token="" send_prompt compose-auth "a hook without the token mk901x (authword)"
-grep -q "spooled:.*[Aa]uthorization" "$work/hook-stderr" || fail "a hook without the token was not refused: $(cat "$work/hook-stderr")"
-[ "$(spooled)" = 1 ] || fail "the refused event was not spooled"
-hook_token="$MNEME_NATS_TOKEN" send_prompt compose-auth "a hook with the token mk902x (authword)"
-wait_counts compose-auth authword 2 60
-[ "$(spooled)" = 0 ] || fail "the refused event was not replayed"
-say "a hook without the token was refused (its event spooled); with the token, both events arrived"
+refused_then_admitted compose-auth authword 901 "the token" hook_token "$MNEME_NATS_TOKEN"
 
 # --- 9. NATS with an NKey user instead of a token ---------------------------------------------
 # As README.md tells a box's owner: a key from `mneme nats-key`, its public key for nats-server,
@@ -400,14 +412,7 @@ export MNEME_NATS_CONFIG MNEME_NATS_NKEY_USER MNEME_NATS_NKEY_FILE
 compose up -d >/dev/null 2>&1 || { compose up -d; fail "compose up with nats-nkey.conf failed"; }
 wait_healthy "$(now)" >/dev/null
 say "with nats-nkey.conf every service authenticated with the seed mounted from MNEME_NATS_NKEY_FILE and is healthy"
-: >"$work/hook-stderr"
-hook_nkey="" send_prompt compose-nkey "a hook without the key mk903x (nkeyword)"
-grep -q "spooled:.*[Aa]uthorization" "$work/hook-stderr" || fail "a hook without the key was not refused: $(cat "$work/hook-stderr")"
-[ "$(spooled)" = 1 ] || fail "the event refused without the key was not spooled"
-hook_nkey="$nkey_seed" send_prompt compose-nkey "a hook with the key mk904x (nkeyword)"
-wait_counts compose-nkey nkeyword 2 60
-[ "$(spooled)" = 0 ] || fail "the event refused without the key was not replayed"
-say "a hook without the key was refused (its event spooled); with MNEME_NATS_NKEY, both events arrived"
+refused_then_admitted compose-nkey nkeyword 903 "the key" hook_nkey "$nkey_seed"
 
 # --- 10. the otel profile: one hook event is one trace across the services --------------------
 # The profile's collector image cannot be pulled here, so an override file keeps the
