@@ -844,3 +844,41 @@ async fn deleting_a_session_removes_what_every_service_made_of_it() {
     .unwrap();
     assert_eq!(still, (1, 1));
 }
+
+/// Consumers made by a version that knew only stored notices take deletion notices too once the
+/// services start, keeping their place in the stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_made_before_deletion_notices_pick_them_up() {
+    use async_nats::jetstream::{self, consumer};
+    use proto::subjects;
+    let mut app = App::bare();
+    let js = jetstream::new(app.client().await);
+    common::streams::ensure(&js).await.unwrap();
+    let stream = js.get_stream(subjects::INGEST_STREAM).await.unwrap();
+    for name in ["compressor", "pattern", "retrieval"] {
+        stream
+            .create_consumer(consumer::pull::Config {
+                durable_name: Some(name.to_owned()),
+                filter_subject: subjects::OBSERVATION_STORED.to_owned(),
+                ack_policy: consumer::AckPolicy::Explicit,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    app.start_services().await;
+    for name in ["compressor", "pattern", "retrieval"] {
+        let info = stream.consumer_info(name).await.unwrap();
+        let mut subjects_read = info.config.filter_subjects.clone();
+        if !info.config.filter_subject.is_empty() {
+            subjects_read.push(info.config.filter_subject.clone());
+        }
+        subjects_read.sort();
+        assert_eq!(
+            subjects_read,
+            vec![subjects::SESSIONS_DELETED, subjects::OBSERVATION_STORED],
+            "{name}"
+        );
+    }
+    app.stop_services().await;
+}
