@@ -882,3 +882,87 @@ async fn consumers_made_before_deletion_notices_pick_them_up() {
     }
     app.stop_services().await;
 }
+
+/// A rewritten row is a new item (its vector is made again), but an id handed out before, in
+/// context or a search, still gets the item: `get` and `timeline` follow it to the rewrite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_handed_out_before_a_rewrite_still_gets_the_item() {
+    use proto::subjects;
+    let app = App::start().await;
+    let prompt = |session: &str| {
+        serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": session,
+            "cwd": "/work/ids", "prompt": "We decided to version the wire format with a header byte."})
+        .to_string()
+    };
+    let item = |session: &str| {
+        format!(
+            "SELECT count(*) FROM memory_items WHERE source = 'pattern' AND session_id = '{session}'"
+        )
+    };
+    let (output, _) = app.hook(prompt("ids-1").as_bytes());
+    assert!(output.status.success());
+    assert_eq!(
+        app.wait_for_count(&item("ids-1"), 1, Duration::from_secs(30))
+            .await,
+        1
+    );
+    let (first,): (i64,) = sqlx::query_as(
+        "SELECT id FROM memory_items WHERE source = 'pattern' AND session_id = 'ids-1'",
+    )
+    .fetch_one(app.store().await.pool())
+    .await
+    .unwrap();
+    // Seen again in another session: the pattern's row is rewritten, and so is its item.
+    let (output, _) = app.hook(prompt("ids-2").as_bytes());
+    assert!(output.status.success());
+    assert_eq!(
+        app.wait_for_count(&item("ids-2"), 1, Duration::from_secs(30))
+            .await,
+        1
+    );
+    let (now,): (i64,) = sqlx::query_as(
+        "SELECT id FROM memory_items WHERE source = 'pattern' AND session_id = 'ids-2'",
+    )
+    .fetch_one(app.store().await.pool())
+    .await
+    .unwrap();
+    assert_ne!(first, now);
+    assert_eq!(
+        app.count(&format!(
+            "SELECT count(*) FROM memory_items WHERE id = {first}"
+        ))
+        .await,
+        0
+    );
+
+    let got: proto::ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_GET,
+            &proto::GetRequest { ids: vec![first] },
+        )
+        .await;
+    assert_eq!(got.error, "");
+    assert_eq!(got.items.len(), 1, "{got:?}");
+    assert_eq!(got.items[0].id, now);
+    assert!(got.items[0].text.contains("header byte"), "{got:?}");
+    let around: proto::ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_TIMELINE,
+            &proto::TimelineRequest {
+                id: first,
+                radius: 2,
+            },
+        )
+        .await;
+    assert_eq!(around.items[around.anchor as usize].id, now, "{around:?}");
+    // An id nobody handed out is still unknown.
+    let none: proto::ItemsReply = app
+        .ask(
+            subjects::RETRIEVAL_GET,
+            &proto::GetRequest {
+                ids: vec![now + 1_000],
+            },
+        )
+        .await;
+    assert!(none.items.is_empty());
+}

@@ -229,13 +229,20 @@ pub async fn replace_items(
             replaced = Some(id);
         }
         let doc = insert_item(&mut tx, item).await?;
-        // A collection that held the old item holds the new one: it is the same source row.
+        // A collection that held the old item holds the new one: it is the same source row. So
+        // does an id handed out before: it resolves to the new item, in one step.
         if let (Some(old), Some(doc)) = (replaced, &doc) {
-            sqlx::query("UPDATE collection_items SET item_id = ? WHERE item_id = ?")
-                .bind(doc.id)
-                .bind(old)
-                .execute(&mut *tx)
-                .await?;
+            for sql in [
+                "UPDATE collection_items SET item_id = ?1 WHERE item_id = ?2",
+                "UPDATE memory_item_moves SET new_id = ?1 WHERE new_id = ?2",
+                "INSERT OR REPLACE INTO memory_item_moves (old_id, new_id) VALUES (?2, ?1)",
+            ] {
+                sqlx::query(sql)
+                    .bind(doc.id)
+                    .bind(old)
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
         written.extend(doc);
     }
@@ -250,6 +257,7 @@ async fn remove_item(tx: &mut sqlx::SqliteConnection, id: i64) -> sqlx::Result<(
     for sql in [
         "DELETE FROM memory_fts WHERE rowid = ?",
         "DELETE FROM collection_items WHERE item_id = ?",
+        "DELETE FROM memory_item_moves WHERE new_id = ?",
         "DELETE FROM memory_items WHERE id = ?",
     ] {
         sqlx::query(sql).bind(id).execute(&mut *tx).await?;
@@ -278,13 +286,14 @@ pub async fn forget_sessions(
                 .await?;
             removed.push(id);
         }
-        sqlx::query(
+        for sql in [
             "DELETE FROM collection_items WHERE item_id IN
                  (SELECT id FROM memory_items WHERE session_id = ?)",
-        )
-        .bind(session)
-        .execute(&mut *tx)
-        .await?;
+            "DELETE FROM memory_item_moves WHERE new_id IN
+                 (SELECT id FROM memory_items WHERE session_id = ?)",
+        ] {
+            sqlx::query(sql).bind(session).execute(&mut *tx).await?;
+        }
         sqlx::query("DELETE FROM memory_items WHERE session_id = ?")
             .bind(session)
             .execute(&mut *tx)

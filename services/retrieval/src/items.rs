@@ -67,12 +67,29 @@ impl From<ItemRow> for Item {
     }
 }
 
-/// Whole items by id, in the order asked (unknown ids are left out).
+/// The id an item has now: itself, or the rewrite it moved to.
+async fn current(pool: &SqlitePool, id: i64) -> sqlx::Result<i64> {
+    let moved: Option<(i64,)> =
+        sqlx::query_as("SELECT new_id FROM memory_item_moves WHERE old_id = ?")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(moved.map_or(id, |(new,)| new))
+}
+
+/// Whole items by id, in the order asked (unknown ids are left out; an id whose item was
+/// rewritten gives the rewrite, under its own id).
 pub async fn get(pool: &SqlitePool, ids: &[i64]) -> anyhow::Result<Vec<Item>> {
     let ids = &ids[..ids.len().min(MAX_GET)];
     if ids.is_empty() {
         return Ok(Vec::new());
     }
+    // An id handed out before its item was rewritten names the rewrite now.
+    let mut ids = ids.to_vec();
+    for id in &mut ids {
+        *id = current(pool, *id).await?;
+    }
+    let ids = &ids;
     let marks = vec!["?"; ids.len()].join(", ");
     let sql = format!("{SELECT} WHERE m.id IN ({marks})");
     let mut query = sqlx::query_as::<_, ItemRow>(sqlx::AssertSqlSafe(sql));
@@ -102,7 +119,7 @@ pub async fn timeline(
     } as i64;
     let anchor: Option<(String, i64)> =
         sqlx::query_as("SELECT session_id, seq FROM memory_items WHERE id = ?")
-            .bind(id)
+            .bind(current(pool, id).await?)
             .fetch_optional(pool)
             .await?;
     let Some((session, seq)) = anchor else {
