@@ -1,7 +1,7 @@
 {
   description = "mneme: persistent memory for AI coding agents";
 
-  # What this flake gives (README.md, "Team dev box", says what was and was not built):
+  # What this flake gives (docs/deploy.md says what was and was not built):
   #   nix build .#mneme            every binary (mneme, mneme-hook and the five services)
   #   nix build .#mneme-ingest     one binary (also mneme-hook, -retrieval, -compressor, -pattern, -api)
   #   nix build .#image            the container image (docker load < result), like the Dockerfile's
