@@ -1254,7 +1254,7 @@ async fn retention_archives_idle_sessions_then_deletes_them_from_memory() {
     let mut app = App::start_core().await;
     let http = Http::new(&app.start_api(with_token()).await);
     const DAY: i64 = 86_400_000;
-    let now = common::now_ms();
+    let now = common::time::now_ms();
     // Back-dated sessions: 40 and 15 days idle, one active, and deliberate memories from long
     // ago.
     let event = |session: &str, days: i64, text: &str| {

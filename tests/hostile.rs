@@ -143,8 +143,8 @@ async fn malformed_and_hostile_input_is_dead_lettered_and_ingest_keeps_going() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_from_the_corpus_reaches_the_sqlite_files() {
     let app = App::start().await;
-    let secrets = sanitize::corpus::secrets();
-    let lookalikes = sanitize::corpus::lookalikes();
+    let secrets = sanitize_corpus::secrets();
+    let lookalikes = sanitize_corpus::lookalikes();
     assert!(secrets.len() >= 25 && lookalikes.len() >= 25);
     let js = async_nats::jetstream::new(app.client().await);
     let mut events = 0;
@@ -244,7 +244,7 @@ async fn no_secret_from_the_corpus_reaches_the_sqlite_files() {
 async fn the_spool_holds_no_secret_either() {
     let mut app = App::bare();
     app.nats.stop();
-    let secrets = sanitize::corpus::secrets();
+    let secrets = sanitize_corpus::secrets();
     for sample in &secrets {
         let prompt = json!({"hook_event_name": "UserPromptSubmit", "session_id": "spool", "cwd": "/tmp", "prompt": sample.text});
         assert!(app.hook(prompt.to_string().as_bytes()).0.status.success());

@@ -5,7 +5,7 @@
 //! formats import too; and an error fixed in Codex reaches a Kimi prompt in the same project.
 
 use crate::harness::{App, transcripts_dir};
-use mneme_hook::transcript::claude_code_replay;
+use hosts::claude_code::transcript::claude_code_replay;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;

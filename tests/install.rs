@@ -118,7 +118,7 @@ fn hooks_install_for_every_host_and_scope_keeps_the_users_file() {
             let value: serde_json::Value = serde_json::from_str(&installed).unwrap();
             if agent == "cursor" {
                 assert_eq!(value["version"], 1);
-                let known = mneme_hook::cursor::EVENTS;
+                let known = hosts::cursor::adapter::EVENTS;
                 for event in value["hooks"].as_object().unwrap().keys() {
                     assert!(known.contains(&event.as_str()), "{event}");
                 }

@@ -5,6 +5,7 @@
 //! Set `TEST_LOG=1` to see the services' logs.
 
 mod api;
+mod architecture;
 mod browser;
 mod harness;
 mod hostile;

@@ -3,7 +3,7 @@
 //! server speaking the chat-completions protocol.
 
 use crate::harness::{App, retrieval_args, transcripts_dir};
-use mneme_hook::transcript::{Replay, claude_code_replay};
+use hosts::claude_code::transcript::{Replay, claude_code_replay};
 use proto::Message as _;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -593,7 +593,7 @@ async fn the_llm_compressor_rewrites_within_budget_and_the_heuristic_takes_over(
     assert!(server.requests.load(Ordering::SeqCst) >= 1);
     // What the model saw was sanitised, and never held a secret from the corpus.
     for prompt in server.prompts.lock().unwrap().iter() {
-        for sample in sanitize::corpus::secrets() {
+        for sample in sanitize_corpus::secrets() {
             assert!(!prompt.contains(sample.secret.as_str()));
         }
     }

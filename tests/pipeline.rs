@@ -1,7 +1,7 @@
 //! The write path end to end: real transcripts through the real hook, NATS outages, crashes.
 
 use crate::harness::{App, binary, transcripts_dir};
-use mneme_hook::transcript::{Replay, claude_code_replay};
+use hosts::claude_code::transcript::{Replay, claude_code_replay};
 use proto::Message as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -228,7 +228,7 @@ async fn publish_events(app: &App, n: usize) {
         let event = proto::Event {
             schema_version: proto::SCHEMA_VERSION,
             id: proto::new_event_id(),
-            occurred_at_ms: common::now_ms(),
+            occurred_at_ms: common::time::now_ms(),
             agent: proto::Agent::ClaudeCode as i32,
             session_id: format!("crash-{}", i % 4),
             project: "/work/crash".into(),

@@ -250,7 +250,7 @@ async fn filters_narrow_both_retrievers() {
     )
     .await;
     assert_eq!(kinds(&shell), ["error", "tool"]);
-    let now = common::now_ms();
+    let now = common::time::now_ms();
     let future = search(
         &app,
         SearchRequest {
@@ -543,7 +543,7 @@ async fn injection_respects_budgets_and_stays_silent_when_unrelated() {
 async fn without_a_model_retrieval_runs_full_text_and_says_so() {
     let mut app = App::bare();
     app.start_services_with(retrieval::RetrievalArgs {
-        embed: retrieval::embed::Backend::Local,
+        embed: retrieval::models::Backend::Local,
         embed_model_dir: Some(tempfile::tempdir().unwrap().path().to_owned()),
         ..Default::default()
     })
@@ -675,7 +675,7 @@ async fn changing_models_reindexes_in_the_background_and_embeds_each_text_once()
     let embedded = Arc::new(std::sync::Mutex::new(Vec::new()));
     let url = embeddings_server(embedded.clone()).await;
     app.start_services_with(retrieval::RetrievalArgs {
-        embed: retrieval::embed::Backend::Openai,
+        embed: retrieval::models::Backend::Openai,
         embed_url: url,
         embed_model: "hash-16".into(),
         ..retrieval_args()

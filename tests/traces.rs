@@ -120,7 +120,7 @@ async fn one_hook_event_is_one_trace_across_services() {
 
     // A prompt asks retrieval for context (request/reply) and is stored by ingest, whose notice
     // the compressor, the pattern service and retrieval's indexer all handle.
-    let secret = sanitize::corpus::secrets()
+    let secret = sanitize_corpus::secrets()
         .into_iter()
         .find(|s| s.name == "aws-access-key-id")
         .unwrap();

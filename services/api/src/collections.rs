@@ -273,7 +273,7 @@ pub fn render(collection: &proto::Collection, items: &[proto::Item], format: For
                     one_line(&item.title),
                     item.id,
                     item.kind,
-                    common::utc_day(item.occurred_at_ms),
+                    common::time::utc_day(item.occurred_at_ms),
                     item.session_id,
                     item.project,
                 );
@@ -303,7 +303,7 @@ pub fn render(collection: &proto::Collection, items: &[proto::Item], format: For
                     "\n#{} [{}] {} {}\n{}\n",
                     item.id,
                     item.kind,
-                    common::utc_day(item.occurred_at_ms),
+                    common::time::utc_day(item.occurred_at_ms),
                     one_line(&item.title),
                     item.text.trim_end(),
                 );

@@ -279,7 +279,7 @@ pub async fn accept(state: &State, mut body: Value) -> ApiResult<Vec<Event>> {
             "send between 1 and {MAX_EVENTS_PER_REQUEST} events at once"
         )));
     }
-    let now = common::now_ms();
+    let now = common::time::now_ms();
     let mut events = Vec::with_capacity(items.len());
     let many = items.len() > 1;
     for (index, item) in items.into_iter().enumerate() {

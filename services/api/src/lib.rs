@@ -12,7 +12,8 @@
 //!
 //! It holds no state of its own: questions go to the owning services over NATS request/reply
 //! (search, timeline and get to retrieval; archive and delete of sessions to ingest), and lists
-//! the services have no request for yet are read from the store, opened read-only ([`db`]).
+//! the services have no request for yet are read from the store, opened read-only, through the
+//! read models of the `archive` crate, which also writes and reads the export format.
 //! Security is in [`security`]: loopback by default, a token for anything exposed or
 //! destructive, CORS and writes limited to the dashboard's own origin, a rate limit per client,
 //! a body limit, and JSON errors with stable codes ([`error`]).
@@ -22,7 +23,6 @@
 
 pub mod collections;
 pub mod dashboard;
-pub mod db;
 pub mod error;
 pub mod events;
 mod extract;
@@ -200,29 +200,16 @@ pub async fn ask<R: proto::Message + Default>(
     // The request has a span of its own, so the service's answer joins a trace even when
     // no span is open around this call.
     let span = tracing::info_span!("api.ask", subject);
-    let mut headers = async_nats::HeaderMap::new();
-    span.in_scope(|| common::nats::inject_trace(&mut headers));
-    let ask = async_nats::Request::new()
-        .payload(request.encode_to_vec().into())
-        .headers(headers)
-        .timeout(Some(ASK_TIMEOUT));
-    match nats
-        .send_request(subject.to_owned(), ask)
+    common::nats::request(nats, subject, request, ASK_TIMEOUT)
         .instrument(span)
         .await
-    {
-        Ok(reply) => R::decode(reply.payload)
-            .map_err(|e| ApiError::internal(&format!("reading {service}'s reply"), e)),
-        Err(error) => {
-            use async_nats::RequestErrorKind as K;
-            tracing::warn!(%error, service, subject, "request failed");
-            Err(ApiError::unavailable(match error.kind() {
-                K::NoResponders => format!("{service} is not running"),
-                K::TimedOut => format!("{service} did not answer in time"),
-                _ => "nats is unreachable".to_owned(),
-            }))
-        }
-    }
+        .map_err(|error| match error {
+            common::nats::AskError::Request(error) => {
+                tracing::warn!(%error, service, subject, "request failed");
+                ApiError::unavailable(common::nats::unanswered(service, &error))
+            }
+            unreadable => ApiError::internal(&format!("reading {service}'s reply"), unreadable),
+        })
 }
 
 /// Build the state for an api listening on `addr`.

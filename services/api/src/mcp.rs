@@ -160,7 +160,7 @@ fn failed(error: ApiError) -> CallToolResult {
 }
 
 fn date(ms: i64) -> String {
-    common::utc_day(ms)
+    common::time::utc_day(ms)
 }
 
 /// One line per hit: what an agent reads to decide what to open.
@@ -224,7 +224,7 @@ impl Memory {
     ) -> Result<CallToolResult, McpError> {
         let since = args
             .since_days
-            .map(|days| common::now_ms() - i64::from(days) * 86_400_000);
+            .map(|days| common::time::now_ms() - i64::from(days) * 86_400_000);
         Ok(self
             .find(SearchParams {
                 q: args.query,
@@ -388,7 +388,11 @@ impl Memory {
             Ok(pool) => pool,
             Err(error) => return Ok(failed(error)),
         };
-        match crate::db::stats(&pool, 30).await {
+        let stats = archive::stats(&pool, 30)
+            .await
+            .map_err(ApiError::from)
+            .and_then(|stats| crate::rest::as_json(&stats));
+        match stats {
             Ok(mut stats) => {
                 // Per-day rows are for charts; an agent needs the totals.
                 if let Some(object) = stats.as_object_mut() {

@@ -1,9 +1,9 @@
 //! The REST endpoints under `/v1`, plus `/healthz`, `/readyz` and `/metrics`.
 
-use crate::db::{self, Archived};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Path, Query};
 use crate::{State, events};
+use archive::Archived;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -497,9 +497,14 @@ async fn sessions(state: AppState, Query(query): Query<SessionsQuery>) -> ApiRes
     let limit = bounded("limit", query.limit, 50, 500)?;
     let offset = offset(query.offset)?;
     let pool = state.pool().await?;
-    Ok(Json(
-        db::sessions(&pool, &project, archived, limit, offset).await?,
-    ))
+    let page = archive::sessions(&pool, &project, archived, limit, offset).await?;
+    Ok(Json(as_json(&page)?))
+}
+
+/// A read model as a JSON value, to answer with or to add to: its keys come out in the order
+/// the model declares them (sorted, when serde_json sorts keys), as from `json!` in that order.
+pub fn as_json(model: &impl serde::Serialize) -> ApiResult<Value> {
+    serde_json::to_value(model).map_err(|e| ApiError::internal("writing the answer", e))
 }
 
 fn offset(value: Option<u32>) -> ApiResult<u32> {
@@ -537,8 +542,8 @@ async fn session(
     let limit = bounded("limit", query.limit, 200, 1000)?;
     let offset = offset(query.offset)?;
     let pool = state.pool().await?;
-    match db::session(&pool, id, limit, offset).await? {
-        Some(session) => Ok(Json(session)),
+    match archive::session(&pool, id, limit, offset).await? {
+        Some(session) => Ok(Json(as_json(&session)?)),
         None => Err(ApiError::not_found(format!("no session {id:?}"))),
     }
 }
@@ -587,10 +592,7 @@ async fn delete_session(state: AppState, Path(id): Path<String>) -> ApiResult<Js
     let id = session_id(&id)?;
     // Counted first: retrieval may forget the items on ingest's notice before this request's
     // own forget reaches it, which then finds none left.
-    let (held,): (i64,) = sqlx::query_as("SELECT count(*) FROM memory_items WHERE session_id = ?")
-        .bind(id)
-        .fetch_one(&state.pool().await?)
-        .await?;
+    let held = archive::session_item_count(&state.pool().await?, id).await?;
     let reply: proto::SessionsChangedReply = state
         .ask(
             "ingest",
@@ -656,9 +658,8 @@ async fn patterns(state: AppState, Query(query): Query<PatternsQuery>) -> ApiRes
     let limit = bounded("limit", query.limit, 50, 500)?;
     let offset = offset(query.offset)?;
     let pool = state.pool().await?;
-    Ok(Json(
-        db::patterns(&pool, &project, &kind, min, limit, offset).await?,
-    ))
+    let page = archive::patterns(&pool, &project, &kind, min, limit, offset).await?;
+    Ok(Json(as_json(&page)?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -678,9 +679,8 @@ async fn checkpoints(
     let limit = bounded("limit", query.limit, 50, 500)?;
     let offset = offset(query.offset)?;
     let pool = state.pool().await?;
-    Ok(Json(
-        db::checkpoints(&pool, &project, &session, limit, offset).await?,
-    ))
+    let page = archive::checkpoints(&pool, &project, &session, limit, offset).await?;
+    Ok(Json(as_json(&page)?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -691,7 +691,7 @@ struct StatsQuery {
 async fn stats(state: AppState, Query(query): Query<StatsQuery>) -> ApiResult<Json<Value>> {
     let days = bounded("days", query.days, 30, 3650)?;
     let pool = state.pool().await?;
-    let mut stats = db::stats(&pool, days).await?;
+    let mut stats = as_json(&archive::stats(&pool, days).await?)?;
     stats["store"] = json!({"size_bytes": state.store_size().await});
     Ok(Json(stats))
 }

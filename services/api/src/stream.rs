@@ -9,6 +9,7 @@
 use crate::State;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Query;
+use archive::Titled;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::{Stream, StreamExt as _};
 use proto::{Message as _, subjects};
@@ -122,20 +123,14 @@ pub async fn stream(
 /// The event name and data of one notice; `None` for what cannot be read.
 async fn describe(state: &State, subject: &str, payload: &[u8]) -> Option<(&'static str, Value)> {
     let pool = state.pool().await.ok();
+    // A title that cannot be read leaves the notice without one rather than dropping it.
+    let title = async |of: Titled, id: i64| match &pool {
+        Some(pool) => archive::title(pool, of, id).await.ok().flatten(),
+        None => None,
+    };
     if subject == subjects::OBSERVATION_STORED {
         let notice = proto::ObservationStored::decode(payload).ok()?;
-        let title = match &pool {
-            Some(pool) => {
-                sqlx::query_as::<_, (String,)>("SELECT title FROM observations WHERE id = ?")
-                    .bind(notice.observation_id)
-                    .fetch_optional(pool)
-                    .await
-                    .ok()
-                    .flatten()
-                    .map(|(t,)| t)
-            }
-            None => None,
-        };
+        let title = title(Titled::Observation, notice.observation_id).await;
         return Some((
             "observation",
             json!({
@@ -151,16 +146,7 @@ async fn describe(state: &State, subject: &str, payload: &[u8]) -> Option<(&'sta
     }
     if subject == subjects::PATTERN_UPDATED {
         let notice = proto::PatternUpdated::decode(payload).ok()?;
-        let title = match &pool {
-            Some(pool) => sqlx::query_as::<_, (String,)>("SELECT title FROM patterns WHERE id = ?")
-                .bind(notice.pattern_id)
-                .fetch_optional(pool)
-                .await
-                .ok()
-                .flatten()
-                .map(|(t,)| t),
-            None => None,
-        };
+        let title = title(Titled::Pattern, notice.pattern_id).await;
         return Some((
             "pattern",
             json!({
@@ -176,32 +162,13 @@ async fn describe(state: &State, subject: &str, payload: &[u8]) -> Option<(&'sta
         ));
     }
     let notice = proto::MemoryWritten::decode(payload).ok()?;
-    let (name, table) = match notice.kind.as_str() {
-        "structured" => ("structured", "structured_observations"),
-        "summary" => ("summary", "session_summaries"),
-        "checkpoint" => ("checkpoint", "checkpoints"),
+    let (name, of) = match notice.kind.as_str() {
+        "structured" => ("structured", Titled::Structured),
+        "summary" => ("summary", Titled::Summary),
+        "checkpoint" => ("checkpoint", Titled::Checkpoint),
         _ => return None,
     };
-    let title = match &pool {
-        Some(pool) => {
-            // Summaries and checkpoints have no title column; their text starts with one.
-            let column = if table == "structured_observations" {
-                "title"
-            } else {
-                "substr(text, 1, 200)"
-            };
-            sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(format!(
-                "SELECT {column} FROM {table} WHERE id = ?"
-            )))
-            .bind(notice.id)
-            .fetch_optional(pool)
-            .await
-            .ok()
-            .flatten()
-            .map(|(t,)| t.lines().next().unwrap_or_default().to_owned())
-        }
-        None => None,
-    };
+    let title = title(of, notice.id).await;
     Some((
         name,
         json!({

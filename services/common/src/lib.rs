@@ -1,15 +1,21 @@
 //! Plumbing every mneme service shares: configuration from the environment ([`CommonArgs`]),
 //! telemetry ([`telemetry`]), NATS connection and W3C trace-context headers ([`nats`]), the
-//! health probe every service answers ([`health`]) and shutdown on SIGINT/SIGTERM ([`shutdown`]).
+//! JetStream streams and durable consumers ([`streams`]), notices read in batches with dead
+//! letters ([`notices`]), request/reply as a table of typed handlers ([`requests`]), start-up and
+//! shut-down of a service ([`service`]), the health probe every service answers ([`health`]),
+//! time and calendar dates ([`time`]) and shutdown on SIGINT/SIGTERM ([`shutdown`]).
 //!
 //! Architecture invariant: `common` knows nothing about any service's domain and holds no SQL.
 
 pub mod health;
-pub mod keys;
 pub mod nats;
+pub mod notices;
+pub mod requests;
+pub mod service;
 pub mod shutdown;
 pub mod streams;
 pub mod telemetry;
+pub mod time;
 
 use std::path::PathBuf;
 
@@ -73,28 +79,4 @@ impl CommonArgs {
             .clone()
             .unwrap_or_else(|| self.home_dir().join("mneme.db"))
     }
-}
-
-/// A Unix-millisecond time as `YYYY-MM-DD` in UTC, computed without a date library.
-pub fn utc_day(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    // Civil-from-days (proleptic Gregorian), after Howard Hinnant's published algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
 }

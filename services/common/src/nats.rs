@@ -115,3 +115,85 @@ pub fn continue_trace(span: &tracing::Span, headers: Option<&HeaderMap>) {
     });
     let _ = span.set_parent(parent);
 }
+
+/// Why a request over NATS brought back no reply to read.
+#[derive(Debug)]
+pub enum AskError {
+    /// No reply: nothing listens on the subject, none came in time, or NATS could not carry
+    /// the request ([`async_nats::RequestError::kind`] says which).
+    Request(async_nats::RequestError),
+    /// A reply came, but it does not decode as the message expected.
+    Unreadable(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl std::fmt::Display for AskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AskError::Request(error) => write!(f, "no reply: {error}"),
+            AskError::Unreadable(error) => write!(f, "unreadable reply: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for AskError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AskError::Request(error) => Some(error),
+            AskError::Unreadable(error) => Some(error.as_ref()),
+        }
+    }
+}
+
+/// Send `message` on `subject` with the current trace context in its headers, and decode the
+/// reply as `R`, waiting at most `timeout`.
+///
+/// The trace context makes the responder's handling part of the caller's trace, so callers
+/// that want a span of their own for the request run this inside it.
+pub async fn request<R: proto::Message + Default>(
+    client: &async_nats::Client,
+    subject: &str,
+    message: &impl proto::Message,
+    timeout: Duration,
+) -> Result<R, AskError> {
+    let mut headers = HeaderMap::new();
+    inject_trace(&mut headers);
+    let request = async_nats::Request::new()
+        .payload(message.encode_to_vec().into())
+        .headers(headers)
+        .timeout(Some(timeout));
+    let reply = client
+        .send_request(subject.to_owned(), request)
+        .await
+        .map_err(AskError::Request)?;
+    R::decode(reply.payload).map_err(|error| AskError::Unreadable(Box::new(error)))
+}
+
+/// Connect with `args` and ask once, for a command that may run while no service does: `None`
+/// when NATS cannot be reached within a second, or no reply comes within `timeout`.
+pub async fn ask<R: proto::Message + Default>(
+    args: &CommonArgs,
+    subject: &str,
+    message: &impl proto::Message,
+    timeout: Duration,
+) -> Option<R> {
+    let connect = async {
+        let options = options(args, "cli").await?;
+        anyhow::Ok(options.connect(&args.nats_url).await?)
+    };
+    let client = tokio::time::timeout(Duration::from_secs(1), connect)
+        .await
+        .ok()?
+        .ok()?;
+    request(&client, subject, message, timeout).await.ok()
+}
+
+/// Why `responder` gave no reply, in words for a person: it is not running, it was too slow,
+/// or NATS itself could not be reached.
+pub fn unanswered(responder: &str, error: &async_nats::RequestError) -> String {
+    use async_nats::RequestErrorKind as K;
+    match error.kind() {
+        K::NoResponders => format!("{responder} is not running"),
+        K::TimedOut => format!("{responder} did not answer in time"),
+        _ => "nats is unreachable".to_owned(),
+    }
+}

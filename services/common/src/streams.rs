@@ -125,29 +125,6 @@ pub async fn pull_batches(
     }))
 }
 
-/// Read a notice of deleted sessions (`mneme.ingest.deleted`) from a consumer that carries
-/// stored notices too: `None` for any other subject; otherwise the sessions, with a span that
-/// continues the notice's trace, or why the payload cannot be read.
-pub fn deleted_sessions(
-    message: &jetstream::Message,
-) -> Option<Result<(Vec<String>, tracing::Span), String>> {
-    use proto::Message as _;
-    if message.subject.as_str() != subjects::SESSIONS_DELETED {
-        return None;
-    }
-    let notice = match proto::SessionsDeleted::decode(message.payload.as_ref()) {
-        Ok(notice) => notice,
-        Err(error) => return Some(Err(format!("not a SessionsDeleted: {error}"))),
-    };
-    let span = tracing::info_span!(
-        "sessions.deleted",
-        subject = %message.subject,
-        sessions = notice.session_ids.len(),
-    );
-    crate::nats::continue_trace(&span, message.headers.as_ref());
-    Some(Ok((notice.session_ids, span)))
-}
-
 /// Publish a message `service` cannot use to `mneme.dlq.<service>` with the reason, then ack
 /// it. The letter's `Nats-Msg-Id` is the message's stream sequence, so a redelivered poison
 /// message is one dead letter.
@@ -169,7 +146,7 @@ pub async fn dead_letter(
         event_id: String::new(),
         excerpt: String::new(),
         size_bytes: message.payload.len() as u64,
-        at_ms: crate::now_ms(),
+        at_ms: crate::time::now_ms(),
     };
     let mut headers = async_nats::HeaderMap::new();
     let id = format!("dlq-{service}-{seq}");

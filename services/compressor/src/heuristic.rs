@@ -2,7 +2,8 @@
 //! to session summaries and checkpoints. Pure functions, no I/O, no model: it is the default,
 //! and the fallback whenever the optional LLM compressor cannot be used.
 
-use common::keys::{command_key, relative};
+use observation::identity::{command_key, relative};
+use observation::row::Observation;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -67,24 +68,6 @@ pub fn categorize(tool: &str) -> Category {
     }
 }
 
-/// A raw observation as the compressor reads it (ingest's row, long texts cut short).
-#[derive(Debug, Clone, Default, sqlx::FromRow)]
-pub struct Raw {
-    pub id: i64,
-    pub session_id: String,
-    pub project: String,
-    pub kind: String,
-    pub tool_name: String,
-    pub title: String,
-    /// The start of the body: the prompt, the reply, the compaction summary.
-    pub body: String,
-    pub input: Option<String>,
-    /// The start of the tool output (or the failure text).
-    pub output: Option<String>,
-    pub body_chars: i64,
-    pub occurred_at: i64,
-}
-
 /// What the compressor knows of the session when it structures one call.
 #[derive(Debug, Clone, Default)]
 pub struct SessionContext {
@@ -112,7 +95,7 @@ pub struct Structured {
 }
 
 /// Structure one tool call (`post_tool` or `tool_failure`).
-pub fn structure_tool(raw: &Raw, ctx: &SessionContext) -> Structured {
+pub fn structure_tool(raw: &Observation, ctx: &SessionContext) -> Structured {
     let category = categorize(&raw.tool_name);
     let failed = raw.kind == "tool_failure";
     let input = parse_input(raw);
@@ -266,7 +249,7 @@ pub fn structure_tool(raw: &Raw, ctx: &SessionContext) -> Structured {
 }
 
 /// A prompt worth a structured observation of its own: one that states a decision.
-pub fn structure_prompt(raw: &Raw) -> Option<Structured> {
+pub fn structure_prompt(raw: &Observation) -> Option<Structured> {
     let statement = decision_statement(&raw.body)?;
     Some(Structured {
         category: Category::Prompt.as_str().to_owned(),
@@ -358,7 +341,7 @@ fn edit_kind(ctx: &SessionContext, created: bool) -> &'static str {
     }
 }
 
-fn parse_input(raw: &Raw) -> Value {
+fn parse_input(raw: &Observation) -> Value {
     raw.input
         .as_deref()
         .and_then(|i| serde_json::from_str(i).ok())
@@ -367,7 +350,7 @@ fn parse_input(raw: &Raw) -> Value {
 
 /// The file a file tool worked on, from its input, or from the title ingest wrote
 /// (`Edit: /path`) when the input was too long to keep whole.
-pub fn tool_file(raw: &Raw, input: &Value) -> String {
+pub fn tool_file(raw: &Observation, input: &Value) -> String {
     for key in ["file_path", "notebook_path", "path", "filePath", "filename"] {
         if let Some(path) = input.get(key).and_then(Value::as_str)
             && !path.is_empty()
@@ -570,7 +553,7 @@ pub struct Todo {
 }
 
 /// The todo list a TodoWrite call set, if `raw` is one.
-pub fn todos_of(raw: &Raw) -> Option<Vec<Todo>> {
+pub fn todos_of(raw: &Observation) -> Option<Vec<Todo>> {
     if raw.tool_name != "TodoWrite" {
         return None;
     }
@@ -920,8 +903,8 @@ pub fn cut(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
-    fn tool(kind: &str, name: &str, input: &str, output: &str) -> Raw {
-        Raw {
+    fn tool(kind: &str, name: &str, input: &str, output: &str) -> Observation {
+        Observation {
             id: 1,
             session_id: "s".into(),
             project: "/p".into(),

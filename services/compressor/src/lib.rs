@@ -26,14 +26,17 @@
 pub mod db;
 pub mod heuristic;
 pub mod llm;
+pub mod walk;
 mod worker;
 
 use anyhow::Context as _;
 use common::CommonArgs;
+use common::service::Service;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-pub use db::{CheckpointRow, Walk, Writes, Written};
+pub use db::CheckpointRow;
+pub use walk::{Walk, Writes, Written};
 
 /// Configuration of the compressor binary.
 #[derive(Debug, Clone, clap::Parser)]
@@ -151,7 +154,7 @@ impl Compressor {
     fn walk(&self) -> Walk {
         Walk {
             threshold_tokens: self.threshold_tokens.max(1),
-            now: common::now_ms(),
+            now: common::time::now_ms(),
         }
     }
 
@@ -167,7 +170,7 @@ impl Compressor {
         let mut tx = store::begin_write(&self.pool).await?;
         let mut writes = Writes::default();
         for (session, upto) in sessions {
-            db::walk_session(&mut tx, session, *upto, self.walk(), &mut writes)
+            walk::walk_session(&mut tx, session, *upto, self.walk(), &mut writes)
                 .await
                 .with_context(|| format!("compressing session {session}"))?;
         }
@@ -187,7 +190,7 @@ impl Compressor {
         let _turn = self.lock.lock().await;
         let mut tx = store::begin_write(&self.pool).await?;
         let mut writes = Writes::default();
-        let id = db::summary_now(&mut tx, session, self.walk(), &mut writes).await?;
+        let id = walk::summary_now(&mut tx, session, self.walk(), &mut writes).await?;
         tx.commit().await.context("committing")?;
         Ok((id, writes.0))
     }
@@ -200,7 +203,7 @@ impl Compressor {
         let _turn = self.lock.lock().await;
         let mut tx = store::begin_write(&self.pool).await?;
         let mut writes = Writes::default();
-        let row = db::checkpoint_now(&mut tx, session, self.walk(), &mut writes).await?;
+        let row = walk::checkpoint_now(&mut tx, session, self.walk(), &mut writes).await?;
         tx.commit().await.context("committing")?;
         Ok((row, writes.0))
     }
@@ -212,20 +215,22 @@ pub async fn run(
     args: CompressorArgs,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let db_path = common.db_path();
-    let store = store::Store::open(&db_path)
-        .await
-        .with_context(|| format!("opening store {}", db_path.display()))?;
-    let client = common::nats::connect(&common, SERVICE, Duration::from_secs(30)).await?;
-    let compressor = Compressor::new(store.pool().clone(), args.compress_threshold_tokens);
+    let mut service = Service::start(&common, SERVICE).await?;
+    let result = serve(&mut service, &args, &shutdown).await;
+    service.stop().await;
+    result
+}
+
+async fn serve(
+    service: &mut Service,
+    args: &CompressorArgs,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let pool = service.store.pool().clone();
+    let compressor = Compressor::new(pool.clone(), args.compress_threshold_tokens);
     let llm = match args.llm() {
-        Some(config) => Some(llm::Llm::new(config, store.pool().clone())?),
+        Some(config) => Some(llm::Llm::new(config, pool)?),
         None => None,
     };
-    let result = worker::run(client.clone(), compressor, llm, shutdown).await;
-    if let Err(error) = client.drain().await {
-        tracing::warn!(%error, "draining nats failed");
-    }
-    store.close().await;
-    result
+    worker::run(service, compressor, llm, shutdown).await
 }

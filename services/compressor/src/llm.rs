@@ -9,8 +9,9 @@
 //! the per-session budget. What the model sees has been sanitised twice: ingest stored it
 //! sanitised, and it goes through `sanitize` again here.
 
-use crate::db::{CheckpointRow, Written};
+use crate::db::CheckpointRow;
 use crate::heuristic::{self, CheckpointFields, SessionError, SummaryFields};
+use crate::walk::Written;
 use anyhow::Context as _;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -154,7 +155,7 @@ impl Llm {
         .bind(serde_json::to_string(&fields.errors).unwrap_or_default())
         .bind(to_json(&fields.open_items))
         .bind(&text)
-        .bind(common::now_ms())
+        .bind(common::time::now_ms())
         .bind(written.id)
         .bind(revision)
         .fetch_optional(&self.pool)
@@ -202,7 +203,7 @@ impl Llm {
         .bind(to_json(&fields.decisions))
         .bind(to_json(&fields.open_tasks))
         .bind(&text)
-        .bind(common::now_ms())
+        .bind(common::time::now_ms())
         .bind(row.id)
         .bind(row.revision)
         .fetch_optional(&self.pool)
@@ -314,7 +315,7 @@ impl Llm {
 
     /// Reserve `tokens` for a call in today's and the session's budgets, or refuse.
     async fn reserve(&self, session_id: &str, tokens: i64) -> Result<(), LlmError> {
-        let day = common::utc_day(common::now_ms());
+        let day = common::time::utc_day(common::time::now_ms());
         let mut tx = store::begin_write(&self.pool).await?;
         let (spent_today,): (i64,) = sqlx::query_as(
             "SELECT coalesce(sum(tokens), 0) FROM compressor_llm_usage WHERE day = ?",
@@ -355,7 +356,7 @@ impl Llm {
     }
 
     async fn settle(&self, session_id: &str, reserved: i64, used: i64) -> Result<(), LlmError> {
-        let day = common::utc_day(common::now_ms());
+        let day = common::time::utc_day(common::time::now_ms());
         let mut tx = store::begin_write(&self.pool).await?;
         sqlx::query(
             "UPDATE compressor_llm_usage SET tokens = max(0, tokens - ? + ?)

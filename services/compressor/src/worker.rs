@@ -1,12 +1,14 @@
-//! The compressor's loops: stored-observation notices in batches (walk, commit, announce, ack)
-//! and compress/checkpoint requests.
+//! The compressor's loops: ingest's notices in batches (walk, commit, announce, ack), read by
+//! [`common::notices::Reader`], and the compress and checkpoint requests, answered from a
+//! [`common::requests::Requests`] table.
 
 use crate::{Compressor, SERVICE, Written, llm::Llm};
-use async_nats::jetstream::{self, AckKind};
-use common::health::Counters;
-use futures::StreamExt as _;
+use async_nats::jetstream;
+use common::notices::{Handled, Handler, Reader};
+use common::requests::{Requests, Turns};
+use common::service::Service;
+use observation::{Notice, Walks};
 use proto::{Message as _, subjects};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -21,24 +23,21 @@ const BATCH: usize = 256;
 const MAX_DELIVER: i64 = 5;
 
 struct Worker {
-    client: async_nats::Client,
     jetstream: jetstream::Context,
     compressor: Compressor,
     llm: Option<Arc<Llm>>,
-    counters: Arc<Counters>,
     refining: TaskTracker,
 }
 
 pub async fn run(
-    client: async_nats::Client,
+    service: &mut Service,
     compressor: Compressor,
     llm: Option<Llm>,
-    shutdown: CancellationToken,
+    shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
-    let jetstream = jetstream::new(client.clone());
-    common::streams::ensure(&jetstream).await?;
-    let mut messages = common::streams::pull_batches(
-        &jetstream,
+    let reader = Reader::open(
+        &service.jetstream,
+        SERVICE,
         common::streams::Durable {
             stream: subjects::INGEST_STREAM,
             name: subjects::COMPRESSOR_CONSUMER,
@@ -48,168 +47,95 @@ pub async fn run(
             batch: BATCH,
         },
     )
-    .await?;
-    let mut requests = futures::stream::select_all(
-        futures::future::try_join_all(
-            [
-                subjects::COMPRESSOR_COMPRESS,
-                subjects::COMPRESSOR_CHECKPOINT,
-            ]
-            .map(|subject| client.queue_subscribe(subject, subjects::COMPRESSOR_QUEUE.to_owned())),
-        )
-        .await?,
-    );
-    let counters = Arc::new(Counters::default());
-    counters.set_detail(if llm.is_some() {
+    .await?
+    .dead_letter_after(MAX_DELIVER)
+    .counting(service.counters.clone());
+    service.counters.set_detail(if llm.is_some() {
         "heuristic + llm"
     } else {
         "heuristic"
     });
-    let health = tokio::spawn(common::health::serve(
-        client.clone(),
-        SERVICE,
-        counters.clone(),
-        shutdown.clone(),
-    ));
     let worker = Arc::new(Worker {
-        client,
-        jetstream,
+        jetstream: service.jetstream.clone(),
         compressor,
         llm: llm.map(Arc::new),
-        counters,
         refining: TaskTracker::new(),
     });
-    let answering = TaskTracker::new();
+    let requests = Requests::new(
+        worker.clone(),
+        |request| tracing::info_span!("compressor.request", subject = %request.subject),
+    )
+    .counting(service.counters.clone())
+    .on(
+        subjects::COMPRESSOR_COMPRESS,
+        |error| compress_error(format!("request is not a compress request: {error}")),
+        |worker: Arc<Worker>, request: proto::CompressRequest| async move {
+            worker.answer_compress(request).await
+        },
+    )
+    .on(
+        subjects::COMPRESSOR_CHECKPOINT,
+        |error| checkpoint_error(format!("request is not a checkpoint request: {error}")),
+        |worker: Arc<Worker>, request: proto::CheckpointRequest| async move {
+            worker.answer_checkpoint(request).await
+        },
+    )
+    .listen(&service.client, subjects::COMPRESSOR_QUEUE)
+    .await?;
+    service.answer_health(shutdown);
     tracing::info!(
         consumer = subjects::COMPRESSOR_CONSUMER,
         "compressor running"
     );
-    loop {
-        tokio::select! {
-            biased;
-            _ = shutdown.cancelled() => break,
-            chunk = messages.next() => match chunk {
-                Some(batch) => {
-                    if !batch.is_empty() {
-                        worker.handle(batch).await;
-                    }
-                }
-                None => break,
-            },
-            Some(request) = requests.next() => {
-                let worker = worker.clone();
-                let span = tracing::info_span!("compressor.request", subject = %request.subject);
-                common::nats::continue_trace(&span, request.headers.as_ref());
-                answering.spawn(async move { worker.answer(request).await }.instrument(span));
-            }
-        }
-    }
-    answering.close();
-    answering.wait().await;
+    // The notices and the requests stop together: on shutdown, or when the consumer ends.
+    let stop = shutdown.child_token();
+    tokio::join!(
+        async {
+            reader.run(&*worker, &stop).await;
+            stop.cancel();
+        },
+        requests.serve(&stop, Turns::Concurrent),
+    );
     worker.refining.close();
     worker.refining.wait().await;
-    health.abort();
     tracing::info!("compressor stopped");
     Ok(())
 }
 
-impl Worker {
-    async fn handle(&self, messages: Vec<jetstream::Message>) {
-        let mut sessions: BTreeMap<String, (i64, tracing::Span)> = BTreeMap::new();
-        let mut good = Vec::with_capacity(messages.len());
-        // Each notice's span stays open until the batch holding it is acked or given back.
-        let mut notices = Vec::with_capacity(messages.len());
-        let mut deleted: Vec<String> = Vec::new();
-        for message in messages {
-            if let Some(deletion) = common::streams::deleted_sessions(&message) {
-                match deletion {
-                    Ok((ids, span)) => {
-                        deleted.extend(ids);
-                        good.push(message);
-                        notices.push(span);
-                    }
-                    Err(reason) => self.dead_letter(&message, &reason).await,
-                }
-                continue;
-            }
-            match proto::ObservationStored::decode(message.payload.as_ref()) {
-                Ok(stored) if !stored.session_id.is_empty() && stored.observation_id > 0 => {
-                    let span = tracing::info_span!(
-                        "compressor.notice",
-                        subject = %message.subject,
-                        event_id = %stored.event_id,
-                        session_id = %stored.session_id,
-                    );
-                    common::nats::continue_trace(&span, message.headers.as_ref());
-                    let entry = sessions
-                        .entry(stored.session_id.clone())
-                        .or_insert_with(|| (0, span.clone()));
-                    // What the session's walk writes is announced under the trace of the
-                    // latest notice it covers.
-                    if stored.observation_id > entry.0 {
-                        *entry = (stored.observation_id, span.clone());
-                    }
-                    good.push(message);
-                    notices.push(span);
-                }
-                Ok(_) => {
-                    self.dead_letter(&message, "notice has no session or observation id")
-                        .await
-                }
-                Err(error) => {
-                    self.dead_letter(&message, &format!("not an ObservationStored: {error}"))
-                        .await
-                }
-            }
-        }
-        if good.is_empty() {
-            return;
-        }
-        let work: Vec<(String, i64)> = sessions
-            .iter()
-            .map(|(session, (upto, _))| (session.clone(), *upto))
-            .collect();
-        match self.compressor.process(&work, &deleted).await {
-            Ok(written) => {
-                let spans: BTreeMap<String, tracing::Span> = sessions
-                    .into_iter()
-                    .map(|(session, (_, span))| (session, span))
-                    .collect();
-                if self
-                    .announce(&written, |w| spans.get(&w.session_id).cloned())
-                    .await
-                {
-                    for message in &good {
-                        if let Err(error) = message.ack().await {
-                            tracing::warn!(%error, "ack failed; the notice will be redelivered and change nothing");
-                        }
-                        self.counters.handled();
-                    }
-                    self.refine(written, &spans);
-                } else {
-                    nak(&good).await;
-                }
-            }
-            Err(error) => {
-                tracing::warn!(error = %format!("{error:#}"), "compressing failed; will retry");
-                for message in good {
-                    let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
-                    if delivered >= MAX_DELIVER {
-                        self.dead_letter(
-                            &message,
-                            &format!("compressing failed {delivered} times: {error:#}"),
-                        )
-                        .await;
-                    } else {
-                        let _ = message
-                            .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
-                            .await;
-                    }
-                }
-            }
-        }
+impl Handler for Worker {
+    type Notice = Notice;
+
+    const WORK: &'static str = "compressing";
+
+    fn decode(&self, message: &jetstream::Message) -> Result<Notice, String> {
+        observation::notices::read(message, |stored| {
+            tracing::info_span!(
+                "compressor.notice",
+                subject = %message.subject,
+                event_id = %stored.event_id,
+                session_id = %stored.session_id,
+            )
+        })
     }
 
+    async fn handle(&self, notices: &[Notice]) -> anyhow::Result<Handled> {
+        let walks = Walks::of(notices);
+        let written = self
+            .compressor
+            .process(&walks.upto(), &walks.deleted)
+            .await?;
+        if !self
+            .announce(&written, |w| walks.span(&w.session_id).cloned())
+            .await
+        {
+            return Ok(Handled::Redeliver);
+        }
+        self.refine(written, Some(&walks));
+        Ok(Handled::Ack)
+    }
+}
+
+impl Worker {
     /// Publish a notice for each written row; `false` when one was not acknowledged (the
     /// batch is then redelivered; the notices repeat with the same ids and are deduplicated).
     async fn announce(
@@ -252,7 +178,7 @@ impl Worker {
 
     /// Let the LLM compressor rewrite new summaries and checkpoints in the background; the
     /// heuristic rows stay when it cannot.
-    fn refine(&self, written: Vec<Written>, spans: &BTreeMap<String, tracing::Span>) {
+    fn refine(&self, written: Vec<Written>, walks: Option<&Walks>) {
         let Some(llm) = &self.llm else { return };
         for w in written
             .into_iter()
@@ -260,8 +186,8 @@ impl Worker {
         {
             let (llm, jetstream) = (llm.clone(), self.jetstream.clone());
             // The rewrite belongs to the trace of the notice (or the request) that made the row.
-            let parent = spans
-                .get(&w.session_id)
+            let parent = walks
+                .and_then(|walks| walks.span(&w.session_id))
                 .and_then(tracing::Span::id)
                 .or_else(|| tracing::Span::current().id());
             let span = tracing::info_span!(
@@ -301,34 +227,15 @@ impl Worker {
         }
     }
 
-    async fn answer(&self, request: async_nats::Message) {
-        let Some(reply_to) = request.reply.clone() else {
-            return;
-        };
-        let body = if request.subject.as_str() == subjects::COMPRESSOR_CHECKPOINT {
-            self.answer_checkpoint(&request.payload)
-                .await
-                .encode_to_vec()
-        } else {
-            self.answer_compress(&request.payload).await.encode_to_vec()
-        };
-        if let Err(error) = self.client.publish(reply_to, body.into()).await {
-            tracing::warn!(%error, "reply failed");
+    async fn answer_compress(&self, request: proto::CompressRequest) -> proto::CompressReply {
+        if request.session_id.is_empty() {
+            return compress_error("session id is required".to_owned());
         }
-        self.counters.handled();
-    }
-
-    async fn answer_compress(&self, payload: &[u8]) -> proto::CompressReply {
-        let request = match proto::CompressRequest::decode(payload) {
-            Ok(r) if !r.session_id.is_empty() => r,
-            Ok(_) => return compress_error("session id is required".to_owned()),
-            Err(e) => return compress_error(format!("request is not a compress request: {e}")),
-        };
         match self.compressor.compress(&request.session_id).await {
             Ok((Some(id), written)) => {
                 self.announce(&written, |_| None).await;
                 let structured = written.iter().filter(|w| w.kind == "structured").count();
-                self.refine(written, &BTreeMap::new());
+                self.refine(written, None);
                 proto::CompressReply {
                     summary_id: id,
                     structured: structured as u32,
@@ -343,20 +250,14 @@ impl Worker {
         }
     }
 
-    async fn answer_checkpoint(&self, payload: &[u8]) -> proto::CheckpointReply {
-        let fail = |error: String| proto::CheckpointReply {
-            error,
-            ..Default::default()
-        };
-        let request = match proto::CheckpointRequest::decode(payload) {
-            Ok(r) if !r.session_id.is_empty() => r,
-            Ok(_) => return fail("session id is required".to_owned()),
-            Err(e) => return fail(format!("request is not a checkpoint request: {e}")),
-        };
+    async fn answer_checkpoint(&self, request: proto::CheckpointRequest) -> proto::CheckpointReply {
+        if request.session_id.is_empty() {
+            return checkpoint_error("session id is required".to_owned());
+        }
         match self.compressor.checkpoint(&request.session_id).await {
             Ok((Some(row), written)) => {
                 self.announce(&written, |_| None).await;
-                self.refine(written, &BTreeMap::new());
+                self.refine(written, None);
                 proto::CheckpointReply {
                     checkpoint_id: row.id,
                     text: row.text,
@@ -365,22 +266,24 @@ impl Worker {
                     error: String::new(),
                 }
             }
-            Ok((None, _)) => fail(format!("no session {}", request.session_id)),
+            Ok((None, _)) => checkpoint_error(format!("no session {}", request.session_id)),
             Err(error) => {
                 tracing::warn!(error = %format!("{error:#}"), "checkpoint request failed");
-                fail("checkpoint failed".to_owned())
+                checkpoint_error("checkpoint failed".to_owned())
             }
         }
-    }
-
-    /// Publish a notice the compressor cannot use to its dead-letter subject, then ack it.
-    async fn dead_letter(&self, message: &jetstream::Message, reason: &str) {
-        common::streams::dead_letter(&self.jetstream, SERVICE, message, reason).await;
     }
 }
 
 fn compress_error(error: String) -> proto::CompressReply {
     proto::CompressReply {
+        error,
+        ..Default::default()
+    }
+}
+
+fn checkpoint_error(error: String) -> proto::CheckpointReply {
+    proto::CheckpointReply {
         error,
         ..Default::default()
     }
@@ -397,13 +300,5 @@ pub fn notice(w: &Written) -> proto::MemoryWritten {
         trigger: w.trigger.clone(),
         occurred_at_ms: w.occurred_at,
         compressor: w.compressor.clone(),
-    }
-}
-
-async fn nak(messages: &[jetstream::Message]) {
-    for message in messages {
-        let _ = message
-            .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
-            .await;
     }
 }

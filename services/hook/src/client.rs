@@ -1,11 +1,10 @@
 //! One hook run: read the payload, normalise, deliver (publish, or spool and replay), and print
 //! context when the host can take it.
 
-use crate::adapter::{self, Want};
 use crate::config::HookConfig;
-use crate::hosts;
 use crate::spool::Spool;
 use crate::trace::HookTrace;
+use hosts::adapter::{self, Want};
 use opentelemetry::trace::SpanKind;
 use proto::context_request::Moment;
 use proto::event::Payload;
@@ -15,9 +14,6 @@ use std::time::{Duration, Instant};
 
 /// The largest payload read from stdin; larger input is recorded as invalid, not parsed.
 const MAX_INPUT_BYTES: u64 = 32 * 1024 * 1024;
-
-/// Events above this size are cut harder, to stay under NATS's default 1 MiB message limit.
-const MAX_EVENT_BYTES: usize = 900 * 1024;
 
 /// What happened to the event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +67,7 @@ pub fn run(
             };
         }
     };
-    let Some(adapter) = hosts::find(host) else {
+    let Some(found) = hosts::find(host) else {
         // A wrong host name is a broken installation: the payload is kept for a human, with
         // the reason, through the dead-letter path, and nothing is printed.
         let mut event = adapter::envelope(proto::Agent::Unspecified);
@@ -85,21 +81,22 @@ pub fn run(
         return deliver_only(config, &event, trace);
     };
     let mut event = match input {
-        Ok(input) => adapter::normalise(adapter, &input, &sanitizer),
+        Ok(input) => adapter::normalise(found, &input, &sanitizer),
         Err(reason) => {
-            let mut event = adapter::envelope(adapter.agent);
+            let mut event = adapter::envelope(found.agent);
             adapter::invalid(&mut event, &[], reason, &sanitizer);
             event
         }
     };
-    fit(&mut event, &sanitizer);
+    adapter::fit(&mut event, &sanitizer);
+    let host = &found.adapter;
 
-    if adapter.agent == proto::Agent::ClaudeCode
+    if found.agent == proto::Agent::ClaudeCode
         && event.agent() == proto::Agent::Cursor
         && cursor_hooks_installed(&event)
     {
         // Cursor ran Claude Code's hooks for an action its own mneme hook captures too.
-        if let Some(text) = (adapter.render)(&event, None) {
+        if let Some(text) = (host.render)(&event, None) {
             let _ = writeln!(out, "{text}");
         }
         return Outcome::Duplicate;
@@ -107,14 +104,14 @@ pub fn run(
 
     let trace = HookTrace::start(&event);
     let state = config.home.join("hook-state");
-    let want = (adapter.wants)(&event, &state);
+    let want = (host.wants)(&event, &state);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            if let Some(text) = (adapter.render)(&event, None) {
+            if let Some(text) = (host.render)(&event, None) {
                 let _ = writeln!(out, "{text}");
             }
             return spool_or_fail(config, &event, &format!("tokio: {error}"));
@@ -124,10 +121,10 @@ pub fn run(
         config,
         &event,
         want,
-        adapter.max_context_chars,
+        host.max_context_chars,
         &trace,
     ));
-    if let Some(text) = (adapter.render)(&event, context.as_deref()) {
+    if let Some(text) = (host.render)(&event, context.as_deref()) {
         let _ = writeln!(out, "{text}");
     }
     // The host has its answer before the spans leave.
@@ -455,51 +452,6 @@ fn spool_or_fail(config: &HookConfig, event: &Event, reason: &str) -> Outcome {
         Err(error) => Outcome::Failed {
             reason: format!("{reason}; spool write failed: {error}"),
         },
-    }
-}
-
-/// Truncate the event's large fields so it fits in one NATS message.
-pub fn fit(event: &mut Event, sanitizer: &sanitize::Sanitizer) {
-    for_each_large_field(event, |field| {
-        if let (text, Some(_)) = sanitizer.truncate(field) {
-            *field = text;
-        }
-    });
-    if event.encoded_len() > MAX_EVENT_BYTES {
-        // Many fields each under the limit can still add up; cut them all hard.
-        for_each_large_field(event, |field| {
-            if field.len() > 16 * 1024 {
-                let cut = field
-                    .char_indices()
-                    .nth(16 * 1024)
-                    .map_or(field.len(), |(i, _)| i);
-                field.truncate(cut);
-                field.push_str("\n[… truncated by mneme-hook to fit one message …]");
-            }
-        });
-    }
-}
-
-fn for_each_large_field(event: &mut Event, mut f: impl FnMut(&mut String)) {
-    f(&mut event.extra_json);
-    match &mut event.payload {
-        Some(Payload::Prompt(p)) => f(&mut p.text),
-        Some(Payload::PreTool(t) | Payload::PostTool(t) | Payload::ToolFailure(t)) => {
-            f(&mut t.input_json);
-            f(&mut t.response_json);
-            f(&mut t.error);
-        }
-        Some(Payload::SubagentStart(s) | Payload::SubagentStop(s)) => f(&mut s.last_message),
-        Some(Payload::PreCompact(c) | Payload::PostCompact(c)) => {
-            f(&mut c.summary);
-            f(&mut c.custom_instructions);
-        }
-        Some(Payload::Stop(s)) => f(&mut s.last_message),
-        Some(Payload::Notification(n)) => f(&mut n.message),
-        Some(Payload::Unknown(u)) => f(&mut u.raw_json),
-        Some(Payload::Invalid(i)) => f(&mut i.excerpt),
-        Some(Payload::Memory(m)) => f(&mut m.text),
-        Some(Payload::SessionStart(_) | Payload::SessionEnd(_)) | None => {}
     }
 }
 

@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn the_trace_id_is_the_event_id_and_children_name_their_own_span() {
-        let mut event = crate::adapter::envelope(proto::Agent::ClaudeCode);
+        let mut event = hosts::adapter::envelope(proto::Agent::ClaudeCode);
         event.session_id = "s1".to_owned();
         let trace = HookTrace::start(&event);
         let child = trace.child("hook.publish", SpanKind::Producer, "mneme.events.x");

@@ -28,6 +28,7 @@ pub use record::{Observation, build_observation};
 
 use anyhow::Context as _;
 use common::CommonArgs;
+use common::service::Service;
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
@@ -105,28 +106,29 @@ pub async fn run(
     config.max_output_chars = args.max_output_chars;
     let sanitizer = sanitize::Sanitizer::new(&config).context("invalid exclude globs")?;
 
-    let db_path = common.db_path();
-    let store = store::Store::open(&db_path)
-        .await
-        .with_context(|| format!("opening store {}", db_path.display()))?;
-    let client =
-        common::nats::connect(&common, SERVICE, std::time::Duration::from_secs(30)).await?;
+    let mut service = Service::start(&common, SERVICE).await?;
     // The worker ends on shutdown or on an error; the session requests end with it.
     let sessions_stop = shutdown.child_token();
     let sessions = tokio::spawn(sessions::serve(
-        client.clone(),
-        store.pool().clone(),
+        service.client.clone(),
+        service.store.pool().clone(),
         sessions_stop.clone(),
     ));
     let retention = tokio::spawn(retention::serve(
-        client.clone(),
-        store.pool().clone(),
+        service.client.clone(),
+        service.store.pool().clone(),
         std::time::Duration::from_secs(args.retention_interval_secs),
         sessions_stop.clone(),
     ));
-    let result = worker::Worker::new(client.clone(), store.clone(), sanitizer, args)
-        .run(shutdown)
-        .await;
+    let worker = worker::Worker::new(&service, sanitizer, args);
+    let result = match worker.consume().await {
+        Ok(batches) => {
+            service.answer_health(&shutdown);
+            worker.run(batches, shutdown).await;
+            Ok(())
+        }
+        Err(error) => Err(error),
+    };
     sessions_stop.cancel();
     match sessions.await {
         Ok(Err(error)) => tracing::warn!(error = %format!("{error:#}"), "session requests failed"),
@@ -138,9 +140,6 @@ pub async fn run(
         Err(error) => tracing::warn!(%error, "retention task failed"),
         Ok(Ok(())) => {}
     }
-    if let Err(error) = client.drain().await {
-        tracing::warn!(%error, "draining nats failed");
-    }
-    store.close().await;
+    service.stop().await;
     result
 }

@@ -11,15 +11,14 @@
 //! nothing behind it. Sessions of deliberate memories (`memories`, `memories:<project>`) are
 //! never archived or deleted by age: they are what an agent chose to keep.
 
-use futures::StreamExt as _;
+use common::requests::{DecodeError, Requests};
+use common::time::DAY_MS;
 use proto::{Message as _, RetentionReply, RetentionSettings, subjects};
 use sqlx::SqlitePool;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-/// One day in milliseconds.
-pub const DAY_MS: i64 = 86_400_000;
 /// The longest delay a policy may set, in days (a hundred years).
 pub const MAX_DAYS: u32 = 36_500;
 /// How long a run waits for retrieval to forget a batch of sessions.
@@ -28,25 +27,34 @@ const FORGET_TIMEOUT: Duration = Duration::from_secs(10);
 /// The condition that leaves deliberate memories out of retention.
 const NOT_MEMORIES: &str = "id <> 'memories' AND id NOT LIKE 'memories:%'";
 
+/// What the retention handlers share.
+#[derive(Clone)]
+struct Retention {
+    client: async_nats::Client,
+    pool: SqlitePool,
+}
+
 /// Apply the policy every `interval` (and at start), and answer policy requests, until
-/// `shutdown` is cancelled.
+/// `shutdown` is cancelled. Runs and requests take turns, so two runs never overlap.
 pub async fn serve(
     client: async_nats::Client,
     pool: SqlitePool,
     interval: Duration,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let mut requests = futures::stream::select_all(
-        futures::future::try_join_all(
-            [
-                subjects::RETENTION_GET,
-                subjects::RETENTION_SET,
-                subjects::RETENTION_APPLY,
-            ]
-            .map(|subject| client.queue_subscribe(subject, subjects::INGEST_QUEUE.to_owned())),
-        )
-        .await?,
-    );
+    let retention = Retention {
+        client: client.clone(),
+        pool: pool.clone(),
+    };
+    let mut requests = Requests::new(
+        retention,
+        |message| tracing::info_span!("ingest.retention", subject = %message.subject),
+    )
+    .on(subjects::RETENTION_GET, invalid, get_request)
+    .on(subjects::RETENTION_SET, invalid, set_request)
+    .on(subjects::RETENTION_APPLY, invalid, apply_request)
+    .listen(&client, subjects::INGEST_QUEUE)
+    .await?;
     let mut tick = tokio::time::interval(interval.max(Duration::from_secs(1)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -57,60 +65,55 @@ pub async fn serve(
                     tracing::warn!(error = %format!("{error:#}"), "retention run failed");
                 }
             }
-            Some(message) = requests.next() => {
-                let Some(reply_to) = message.reply.clone() else {
-                    continue;
-                };
-                let span = tracing::info_span!("ingest.retention", subject = %message.subject);
-                common::nats::continue_trace(&span, message.headers.as_ref());
-                let reply = answer(&client, &pool, &message.subject, &message.payload)
-                    .instrument(span)
-                    .await;
-                if let Err(error) = client.publish(reply_to, reply.encode_to_vec().into()).await {
-                    tracing::warn!(%error, "retention reply failed");
-                }
-            }
+            Some(message) = requests.next() => requests.respond(message).await,
             else => break,
         }
     }
     Ok(())
 }
 
-async fn answer(
-    client: &async_nats::Client,
-    pool: &SqlitePool,
-    subject: &str,
-    payload: &[u8],
-) -> RetentionReply {
-    let failed = |error: String| RetentionReply {
+fn invalid(error: DecodeError) -> RetentionReply {
+    failed(format!("request is not a retention request: {error}"))
+}
+
+fn failed(error: String) -> RetentionReply {
+    RetentionReply {
         error,
         ..Default::default()
-    };
-    let result = match subject {
-        subjects::RETENTION_GET => settings(pool).await.map(|settings| RetentionReply {
-            settings: Some(settings),
-            ..Default::default()
-        }),
-        subjects::RETENTION_SET => match proto::RetentionSetRequest::decode(payload) {
-            Ok(request) => {
-                if request.archive_after_days > MAX_DAYS
-                    || request.delete_archived_after_days > MAX_DAYS
-                {
-                    return failed(format!("days must be at most {MAX_DAYS}"));
-                }
-                match set(pool, &request).await {
-                    Ok(()) => apply(client, pool).await,
-                    Err(error) => Err(error),
-                }
-            }
-            Err(error) => return failed(format!("request is not a retention request: {error}")),
-        },
-        _ => apply(client, pool).await,
-    };
+    }
+}
+
+/// The reply to a policy request: what was asked for, or that it failed.
+fn answered(result: anyhow::Result<RetentionReply>) -> RetentionReply {
     result.unwrap_or_else(|error| {
         tracing::warn!(error = %format!("{error:#}"), "retention request failed");
         failed("retention failed".to_owned())
     })
+}
+
+async fn get_request(retention: Retention, _: proto::RetentionGetRequest) -> RetentionReply {
+    answered(
+        settings(&retention.pool)
+            .await
+            .map(|settings| RetentionReply {
+                settings: Some(settings),
+                ..Default::default()
+            }),
+    )
+}
+
+async fn set_request(retention: Retention, request: proto::RetentionSetRequest) -> RetentionReply {
+    if request.archive_after_days > MAX_DAYS || request.delete_archived_after_days > MAX_DAYS {
+        return failed(format!("days must be at most {MAX_DAYS}"));
+    }
+    answered(match set(&retention.pool, &request).await {
+        Ok(()) => apply(&retention.client, &retention.pool).await,
+        Err(error) => Err(error),
+    })
+}
+
+async fn apply_request(retention: Retention, _: proto::RetentionApplyRequest) -> RetentionReply {
+    answered(apply(&retention.client, &retention.pool).await)
 }
 
 /// The policy and what its last run did.
@@ -141,7 +144,7 @@ async fn set(pool: &SqlitePool, request: &proto::RetentionSetRequest) -> anyhow:
     )
     .bind(i64::from(request.archive_after_days))
     .bind(i64::from(request.delete_archived_after_days))
-    .bind(common::now_ms())
+    .bind(common::time::now_ms())
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -154,7 +157,7 @@ pub async fn apply(
     pool: &SqlitePool,
 ) -> anyhow::Result<RetentionReply> {
     let policy = settings(pool).await?;
-    let now = common::now_ms();
+    let now = common::time::now_ms();
     let mut archived = 0;
     if policy.archive_after_days > 0 {
         let delay = i64::from(policy.archive_after_days) * DAY_MS;

@@ -2,14 +2,20 @@
 //! `sessions` and `observations`: archive (or unarchive), delete, and import (see
 //! [`crate::import`]). The api asks; nobody else writes these tables.
 
-use futures::StreamExt as _;
+use common::requests::{Requests, Turns};
 use proto::{Message as _, subjects};
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 /// The most sessions one request may name, so one request cannot hold the write lock for long.
 pub const MAX_SESSIONS_PER_REQUEST: usize = 500;
+
+/// What the session handlers share.
+#[derive(Clone)]
+struct Sessions {
+    client: async_nats::Client,
+    pool: SqlitePool,
+}
 
 /// Answer archive, delete and import requests until `shutdown` is cancelled.
 pub async fn serve(
@@ -17,87 +23,81 @@ pub async fn serve(
     pool: SqlitePool,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let mut requests = futures::stream::select_all([
-        client
-            .queue_subscribe(
-                subjects::SESSIONS_ARCHIVE,
-                subjects::INGEST_QUEUE.to_owned(),
-            )
-            .await?,
-        client
-            .queue_subscribe(subjects::SESSIONS_DELETE, subjects::INGEST_QUEUE.to_owned())
-            .await?,
-        client
-            .queue_subscribe(subjects::SESSIONS_IMPORT, subjects::INGEST_QUEUE.to_owned())
-            .await?,
-    ]);
-    loop {
-        let message = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            Some(message) = requests.next() => message,
-            else => break,
-        };
-        let Some(reply_to) = message.reply.clone() else {
-            continue;
-        };
-        let span = tracing::info_span!("ingest.sessions", subject = %message.subject);
-        common::nats::continue_trace(&span, message.headers.as_ref());
-        // Requests are answered one at a time: each is one short write transaction, and taking
-        // them in turn keeps them from queueing on the write lock behind each other anyway.
-        let reply = if message.subject.as_str() == subjects::SESSIONS_IMPORT {
-            import(&pool, &message.payload).instrument(span).await
-        } else {
-            answer(&client, &pool, &message.subject, &message.payload)
-                .instrument(span)
-                .await
-                .encode_to_vec()
-        };
-        if let Err(error) = client.publish(reply_to, reply.into()).await {
-            tracing::warn!(%error, "sessions reply failed");
-        }
-    }
+    let sessions = Sessions {
+        client: client.clone(),
+        pool,
+    };
+    let requests = Requests::new(
+        sessions,
+        |message| tracing::info_span!("ingest.sessions", subject = %message.subject),
+    )
+    .on(
+        subjects::SESSIONS_ARCHIVE,
+        |error| failed(format!("request is not an archive request: {error}")),
+        archive_request,
+    )
+    .on(
+        subjects::SESSIONS_DELETE,
+        |error| failed(format!("request is not a delete request: {error}")),
+        delete_request,
+    )
+    .on(
+        subjects::SESSIONS_IMPORT,
+        |error| proto::ImportRecordsReply {
+            error: format!("request is not an import request: {error}"),
+            ..Default::default()
+        },
+        import_request,
+    )
+    .listen(&client, subjects::INGEST_QUEUE)
+    .await?;
+    // Requests are answered one at a time: each is one short write transaction, and taking
+    // them in turn keeps them from queueing on the write lock behind each other anyway.
+    requests.serve(&shutdown, Turns::OneAtATime).await;
     Ok(())
 }
 
-async fn answer(
-    client: &async_nats::Client,
-    pool: &SqlitePool,
-    subject: &str,
-    payload: &[u8],
-) -> proto::SessionsChangedReply {
-    let failed = |error: String| proto::SessionsChangedReply {
+fn failed(error: String) -> proto::SessionsChangedReply {
+    proto::SessionsChangedReply {
         error,
         ..Default::default()
-    };
-    let (ids, result) = match subject {
-        subjects::SESSIONS_ARCHIVE => match proto::ArchiveSessionsRequest::decode(payload) {
-            Ok(request) => {
-                let ids = request.session_ids.clone();
-                if let Some(error) = check(&ids) {
-                    return failed(error);
-                }
-                (ids, archive(pool, &request).await)
-            }
-            Err(error) => return failed(format!("request is not an archive request: {error}")),
-        },
-        _ => match proto::DeleteSessionsRequest::decode(payload) {
-            Ok(request) => {
-                let ids = request.session_ids;
-                if let Some(error) = check(&ids) {
-                    return failed(error);
-                }
-                let result = delete(client, pool, &ids).await;
-                (ids, result)
-            }
-            Err(error) => return failed(format!("request is not a delete request: {error}")),
-        },
-    };
+    }
+}
+
+async fn archive_request(
+    sessions: Sessions,
+    request: proto::ArchiveSessionsRequest,
+) -> proto::SessionsChangedReply {
+    if let Some(error) = check(&request.session_ids) {
+        return failed(error);
+    }
+    let result = archive(&sessions.pool, &request).await;
+    changed(request.session_ids.len(), result)
+}
+
+async fn delete_request(
+    sessions: Sessions,
+    request: proto::DeleteSessionsRequest,
+) -> proto::SessionsChangedReply {
+    let ids = request.session_ids;
+    if let Some(error) = check(&ids) {
+        return failed(error);
+    }
+    let result = delete(&sessions.client, &sessions.pool, &ids).await;
+    changed(ids.len(), result)
+}
+
+/// The reply to an archive or delete of `asked` sessions.
+fn changed(
+    asked: usize,
+    result: anyhow::Result<proto::SessionsChangedReply>,
+) -> proto::SessionsChangedReply {
     match result {
         Ok(reply) => {
             tracing::info!(
                 sessions = reply.sessions,
                 observations = reply.observations,
-                asked = ids.len(),
+                asked,
                 "sessions changed"
             );
             reply
@@ -109,45 +109,37 @@ async fn answer(
     }
 }
 
-/// Answer an import request.
-async fn import(pool: &SqlitePool, payload: &[u8]) -> Vec<u8> {
-    let reply = match proto::ImportRecordsRequest::decode(payload) {
-        Ok(request)
-            if request.sessions.len() + request.observations.len()
-                > crate::import::MAX_ROWS_PER_REQUEST =>
-        {
+async fn import_request(
+    sessions: Sessions,
+    request: proto::ImportRecordsRequest,
+) -> proto::ImportRecordsReply {
+    if request.sessions.len() + request.observations.len() > crate::import::MAX_ROWS_PER_REQUEST {
+        return proto::ImportRecordsReply {
+            error: format!(
+                "at most {} rows per import request",
+                crate::import::MAX_ROWS_PER_REQUEST
+            ),
+            ..Default::default()
+        };
+    }
+    match crate::import::import(&sessions.pool, &request).await {
+        Ok(reply) => {
+            tracing::info!(
+                sessions = reply.sessions,
+                observations = reply.observations,
+                skipped = reply.skipped,
+                "imported"
+            );
+            reply
+        }
+        Err(error) => {
+            tracing::warn!(error = %format!("{error:#}"), "import failed");
             proto::ImportRecordsReply {
-                error: format!(
-                    "at most {} rows per import request",
-                    crate::import::MAX_ROWS_PER_REQUEST
-                ),
+                error: "import failed".to_owned(),
                 ..Default::default()
             }
         }
-        Ok(request) => match crate::import::import(pool, &request).await {
-            Ok(reply) => {
-                tracing::info!(
-                    sessions = reply.sessions,
-                    observations = reply.observations,
-                    skipped = reply.skipped,
-                    "imported"
-                );
-                reply
-            }
-            Err(error) => {
-                tracing::warn!(error = %format!("{error:#}"), "import failed");
-                proto::ImportRecordsReply {
-                    error: "import failed".to_owned(),
-                    ..Default::default()
-                }
-            }
-        },
-        Err(error) => proto::ImportRecordsReply {
-            error: format!("request is not an import request: {error}"),
-            ..Default::default()
-        },
-    };
-    reply.encode_to_vec()
+    }
 }
 
 fn check(ids: &[String]) -> Option<String> {
@@ -177,7 +169,7 @@ async fn archive(
         };
         let done = sqlx::query(sql)
             .bind(id)
-            .bind(common::now_ms())
+            .bind(common::time::now_ms())
             .execute(&mut *tx)
             .await?;
         sessions += done.rows_affected() as u32;
@@ -216,7 +208,7 @@ async fn announce_deleted(client: &async_nats::Client, ids: &[String]) -> Result
     let jetstream = async_nats::jetstream::new(client.clone());
     let notice = proto::SessionsDeleted {
         session_ids: ids.to_vec(),
-        deleted_at_ms: common::now_ms(),
+        deleted_at_ms: common::time::now_ms(),
     };
     let mut headers = async_nats::HeaderMap::new();
     common::nats::inject_trace(&mut headers);

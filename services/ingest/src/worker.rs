@@ -7,6 +7,7 @@ use crate::{IngestArgs, SERVICE};
 use anyhow::Context as _;
 use async_nats::jetstream::{self, AckKind};
 use common::health::Counters;
+use common::service::Service;
 use futures::StreamExt as _;
 use proto::event::Payload;
 use proto::{DeadLetter, Event, Message as _, ObservationStored, subjects};
@@ -22,7 +23,6 @@ const ACK_WAIT: Duration = Duration::from_secs(10);
 const EXCERPT_BYTES: usize = 512;
 
 pub struct Worker {
-    client: async_nats::Client,
     jetstream: jetstream::Context,
     store: store::Store,
     sanitizer: sanitize::Sanitizer,
@@ -47,26 +47,23 @@ enum Emit {
     Dead(DeadLetter),
 }
 
+/// The batches of events the worker reads.
+pub type Batches = std::pin::Pin<Box<dyn futures::Stream<Item = Vec<jetstream::Message>> + Send>>;
+
 impl Worker {
-    pub fn new(
-        client: async_nats::Client,
-        store: store::Store,
-        sanitizer: sanitize::Sanitizer,
-        args: IngestArgs,
-    ) -> Worker {
+    pub fn new(service: &Service, sanitizer: sanitize::Sanitizer, args: IngestArgs) -> Worker {
         Worker {
-            jetstream: jetstream::new(client.clone()),
-            client,
-            store,
+            jetstream: service.jetstream.clone(),
+            store: service.store.clone(),
             sanitizer,
             args,
-            counters: Arc::new(Counters::default()),
+            counters: service.counters.clone(),
         }
     }
 
-    pub async fn run(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        common::streams::ensure(&self.jetstream).await?;
-        let mut messages = common::streams::pull_batches(
+    /// Open (or create) the durable consumer of hook events.
+    pub async fn consume(&self) -> anyhow::Result<Batches> {
+        let batches = common::streams::pull_batches(
             &self.jetstream,
             common::streams::Durable {
                 stream: subjects::EVENTS_STREAM,
@@ -78,12 +75,11 @@ impl Worker {
             },
         )
         .await?;
-        let health = tokio::spawn(common::health::serve(
-            self.client.clone(),
-            SERVICE,
-            self.counters.clone(),
-            shutdown.clone(),
-        ));
+        Ok(Box::pin(batches))
+    }
+
+    /// Store what the consumer delivers until `shutdown` is cancelled.
+    pub async fn run(self, mut batches: Batches, shutdown: CancellationToken) {
         tracing::info!(consumer = subjects::INGEST_CONSUMER, "ingest running");
         loop {
             // A batch in progress is never interrupted: cancellation is only seen between
@@ -91,7 +87,7 @@ impl Worker {
             let messages = tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
-                batch = messages.next() => match batch {
+                batch = batches.next() => match batch {
                     Some(batch) => batch,
                     None => break,
                 },
@@ -100,9 +96,7 @@ impl Worker {
                 self.handle(messages).await;
             }
         }
-        health.abort();
         tracing::info!("ingest stopped");
-        Ok(())
     }
 
     async fn handle(&self, messages: Vec<jetstream::Message>) {
@@ -236,7 +230,7 @@ impl Worker {
             event_id,
             excerpt: self.sanitizer.clean_text(&excerpt).0,
             size_bytes: size as u64,
-            at_ms: common::now_ms(),
+            at_ms: common::time::now_ms(),
         }
     }
 
@@ -250,7 +244,7 @@ impl Worker {
             .await
             .context("beginning a transaction")?;
         let mut emits = Vec::with_capacity(items.len());
-        let now = common::now_ms();
+        let now = common::time::now_ms();
         for (message, item) in messages.iter().zip(items) {
             match item {
                 Item::Event {

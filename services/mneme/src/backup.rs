@@ -1,6 +1,6 @@
 //! `mneme export --jsonl` and `mneme import mneme`: all memory as JSON lines, the same format as
-//! the api's `GET /v1/export` and `POST /v1/import` (the api crate writes and reads it; this is
-//! the command line around it, so a backup needs no running api).
+//! the api's `GET /v1/export` and `POST /v1/import` (the `archive` crate writes and reads it for
+//! both; this is the command line around it, so a backup needs no running api).
 
 use anyhow::Context as _;
 use common::CommonArgs;
@@ -17,7 +17,7 @@ pub async fn export(common: &CommonArgs, out: Option<&Path>) -> anyhow::Result<(
     let store = store::Store::open_read_only(&db)
         .await
         .with_context(|| format!("opening store {}", db.display()))?;
-    let mut lines = Box::pin(api::transfer::export_lines(store.pool().clone()));
+    let mut lines = Box::pin(archive::export_lines(store.pool().clone()));
     let (mut writer, partial): (Box<dyn std::io::Write>, Option<std::path::PathBuf>) = match out {
         Some(path) => {
             let partial = path.with_extension("jsonl.partial");
@@ -68,9 +68,9 @@ pub async fn import(common: &CommonArgs, path: &Path) -> anyhow::Result<()> {
                 .with_context(|| format!("opening {}", path.display()))?,
         )
     };
-    let mut importer = api::transfer::Importer::new(&nats, &sanitizer);
+    let mut importer = archive::Importer::new(&nats, &sanitizer);
     let mut buffer = vec![0u8; 256 * 1024];
-    let refused = |e: api::error::ApiError| anyhow::anyhow!("{} ({})", e.message, e.code);
+    let refused = |e: archive::ImportError| anyhow::anyhow!("{e} ({})", e.code());
     loop {
         let n = input
             .read(&mut buffer)
@@ -82,7 +82,12 @@ pub async fn import(common: &CommonArgs, path: &Path) -> anyhow::Result<()> {
         importer.feed(&buffer[..n]).await.map_err(refused)?;
     }
     let done = importer.finish().await.map_err(refused)?;
-    println!("{}", serde_json::to_string_pretty(&done)?);
+    // Through a JSON value, as the api's answer to the same import, so both list the counts in
+    // one order however serde_json orders keys.
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::to_value(&done)?)?
+    );
     nats.flush().await.ok();
     Ok(())
 }

@@ -55,17 +55,11 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("opening store {}", db.display()))?;
     let pool = store.pool();
-    let projects: Vec<(String,)> = match &args.project {
-        Some(project) => vec![(project.clone(),)],
-        None => {
-            sqlx::query_as(
-                "SELECT DISTINCT project FROM sessions WHERE project <> '' ORDER BY project",
-            )
-            .fetch_all(pool)
-            .await?
-        }
+    let projects = match &args.project {
+        Some(project) => vec![project.clone()],
+        None => archive::projects(pool).await?,
     };
-    for (project,) in projects {
+    for project in projects {
         let dir = match (&args.dir, &args.project) {
             (Some(dir), _) => dir.join(slug(&project)),
             (None, Some(_)) => PathBuf::from(&project),
@@ -130,24 +124,8 @@ fn upsert(path: &Path, title: &str, block: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[derive(sqlx::FromRow)]
-struct PatternLine {
-    kind: String,
-    title: String,
-    text: String,
-    occurrences: i64,
-    sessions: i64,
-}
-
 async fn memory_block(pool: &sqlx::SqlitePool, project: &str) -> anyhow::Result<String> {
-    let patterns: Vec<PatternLine> = sqlx::query_as(
-        "SELECT kind, title, text, occurrences, sessions FROM patterns
-         WHERE id IN (SELECT pattern_id FROM pattern_occurrences WHERE project = ?)
-         ORDER BY occurrences DESC, hash",
-    )
-    .bind(project)
-    .fetch_all(pool)
-    .await?;
+    let patterns = archive::project_patterns(pool, project).await?;
     let mut out = String::new();
     let sections = [
         ("decision", "Decisions"),
@@ -184,28 +162,17 @@ async fn memory_block(pool: &sqlx::SqlitePool, project: &str) -> anyhow::Result<
         section(&mut out, heading, &lines);
     }
     // Decisions the summaries recorded that no pattern holds yet.
-    let summaries: Vec<(String,)> = sqlx::query_as(
-        "SELECT decisions FROM session_summaries WHERE project = ? ORDER BY occurred_at, id",
-    )
-    .bind(project)
-    .fetch_all(pool)
-    .await?;
+    let summaries = archive::project_summaries(pool, project).await?;
     let extra: Vec<String> = summaries
         .iter()
-        .flat_map(|(d,)| serde_json::from_str::<Vec<String>>(d).unwrap_or_default())
+        .flat_map(|summary| summary.decisions.strings())
         .filter(|d| seen.insert(d.to_lowercase()))
         .map(|d| format!("- {}", one_line(&d)))
         .collect();
     section(&mut out, "Decisions from session summaries", &extra);
-    let files: Vec<(String,)> = sqlx::query_as(
-        "SELECT files_modified FROM session_summaries WHERE project = ? ORDER BY id",
-    )
-    .bind(project)
-    .fetch_all(pool)
-    .await?;
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for (list,) in &files {
-        for file in serde_json::from_str::<Vec<String>>(list).unwrap_or_default() {
+    for summary in &summaries {
+        for file in summary.files_modified.strings() {
             *counts.entry(file).or_default() += 1;
         }
     }
@@ -229,39 +196,24 @@ async fn memory_block(pool: &sqlx::SqlitePool, project: &str) -> anyhow::Result<
     Ok(out)
 }
 
-/// A session with its summary's request, files and status, when it has one.
-type HistoryRow = (String, i64, Option<String>, Option<String>, Option<String>);
-
 async fn history_block(pool: &sqlx::SqlitePool, project: &str) -> anyhow::Result<String> {
-    let sessions: Vec<HistoryRow> = sqlx::query_as(
-        "SELECT s.id, s.started_at, m.request, m.files_modified, m.status
-             FROM sessions s LEFT JOIN session_summaries m ON m.session_id = s.id
-             WHERE s.project = ? ORDER BY s.started_at, s.id",
-    )
-    .bind(project)
-    .fetch_all(pool)
-    .await?;
+    let sessions = archive::project_history(pool, project).await?;
     let mut out = String::new();
-    for (id, started, request, files, status) in sessions {
-        let short: String = id.chars().take(8).collect();
-        let files = files
-            .map(|f| {
-                serde_json::from_str::<Vec<String>>(&f)
-                    .unwrap_or_default()
-                    .len()
-            })
-            .unwrap_or(0);
-        let request = request
+    for session in sessions {
+        let short: String = session.id.chars().take(8).collect();
+        let files = session.files_modified.strings().len();
+        let request = session
+            .request
             .filter(|r| !r.is_empty())
             .map_or_else(|| "(no summary yet)".to_owned(), |r| one_line(&r));
-        let open = if status.as_deref() == Some("partial") {
+        let open = if session.status.as_deref() == Some("partial") {
             " (in progress)"
         } else {
             ""
         };
         out.push_str(&format!(
             "- {} `{short}`: {request}; {files} file{} changed{open}\n",
-            retrieval::text::day(started),
+            common::time::utc_day(session.started_at_ms),
             if files == 1 { "" } else { "s" }
         ));
     }

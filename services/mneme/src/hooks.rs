@@ -1,10 +1,10 @@
 //! `mneme hooks` and `mneme mcp`: install, uninstall and inspect mneme's entries in every
-//! agent host's configuration (see [`crate::hosts_config`] for where each host keeps it).
+//! agent host's configuration (each host's `install.rs` in the `hosts` crate says where it
+//! keeps it and how mneme's entries are merged).
 
-use crate::hosts_config::{self as hosts, AGENTS};
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use common::CommonArgs;
-use mneme_hook::install::{InstallReport, Scope};
+use hosts::install::{self, InstallReport, Scope};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Subcommand)]
@@ -84,72 +84,47 @@ fn print_report(verb: &str, agent: &str, report: &InstallReport) {
     }
 }
 
-/// What the user must still do by hand after installing for `agent`.
-fn after_install(agent: &str, form: Form) {
-    match agent {
-        "codex" => println!(
-            "codex runs a new or changed hook only after you approve it: open codex, type /hooks and trust mneme's hooks (until then they silently do nothing; `mneme hooks status` shows codex as never fired)"
-        ),
-        "kiro" => println!(
-            "kiro runs hooks only for the agent that declares them: start kiro-cli with `--agent mneme`, or make mneme your default agent"
-        ),
-        "gemini" if form == Form::Settings => println!(
-            "gemini registers settings hooks only in trusted folders; `mneme hooks install --agent gemini --form extension` works everywhere"
-        ),
-        "cursor" => println!(
-            "cursor reloads hooks.json on save; set MNEME_CURSOR_RULES=1 in Cursor's environment to also keep .cursor/rules/mneme.mdc up to date for versions that ignore session-start context"
-        ),
-        _ => {}
-    }
-}
-
 pub async fn run(command: HooksCommand) -> anyhow::Result<()> {
     match command {
         HooksCommand::Install(t) => {
-            let agent = hosts::agent_name(&t.agent)?;
+            let host = hosts::named(&t.agent)?;
             let binary = match t.hook_bin {
                 Some(path) => path,
                 None => find_binary("mneme-hook")?,
             };
             if t.form == Form::Extension {
-                if agent != "gemini" {
-                    bail!("--form extension is for gemini only");
-                }
-                let dir = hosts::gemini_extension_dir()?;
-                let report = hosts::install_gemini_extension(&dir, &binary)?;
-                print_report("installed", agent, &report);
+                let extension = extension_of(host)?;
+                let report = (extension.install)(&(extension.dir)()?, &binary)?;
+                print_report("installed", host.name, &report);
                 return Ok(());
             }
-            let path = hosts::hooks_path(agent, t.scope, &t.project_dir)?;
-            let report = hosts::install_hooks(agent, &path, &binary)?;
-            print_report("installed", agent, &report);
-            if agent == "codex" {
-                let config = path.with_file_name("config.toml");
-                if let Some(flag) = hosts::codex_enable_feature(&config)? {
-                    print_report("enabled hooks", agent, &flag);
-                }
-            }
-            if agent == "gemini"
-                && let Some(flag) = hosts::gemini_enable_hooks(&path)?
+            let path = (host.install().hooks_path)(t.scope, &t.project_dir)?;
+            let report = (host.install().install)(&path, &binary)?;
+            print_report("installed", host.name, &report);
+            if let Some(enable) = host.install().enable
+                && let Some(flag) = enable(&path)?
             {
-                print_report("enabled hooks", agent, &flag);
+                print_report("enabled hooks", host.name, &flag);
             }
-            after_install(agent, t.form);
+            if let Some(note) = host.install().note {
+                println!("{note}");
+            }
             Ok(())
         }
         HooksCommand::Uninstall(t) => {
-            let agent = hosts::agent_name(&t.agent)?;
-            let path = if t.form == Form::Extension {
-                let dir = hosts::gemini_extension_dir()?;
-                let report = hosts::uninstall_hooks(agent, &dir.join("hooks/hooks.json"))?;
-                print_report("removed", agent, &report);
+            let host = hosts::named(&t.agent)?;
+            if t.form == Form::Extension {
+                let extension = extension_of(host)?;
+                let dir = (extension.dir)()?;
+                let report =
+                    install::uninstall_hooks(host.install(), &dir.join(extension.hooks_file))?;
+                print_report("removed", host.name, &report);
                 let _ = std::fs::remove_dir_all(&dir);
                 return Ok(());
-            } else {
-                hosts::hooks_path(agent, t.scope, &t.project_dir)?
-            };
-            let report = hosts::uninstall_hooks(agent, &path)?;
-            print_report("removed", agent, &report);
+            }
+            let path = (host.install().hooks_path)(t.scope, &t.project_dir)?;
+            let report = install::uninstall_hooks(host.install(), &path)?;
+            print_report("removed", host.name, &report);
             Ok(())
         }
         HooksCommand::Status(args) => {
@@ -159,20 +134,32 @@ pub async fn run(command: HooksCommand) -> anyhow::Result<()> {
     }
 }
 
+/// The extension form of `host`'s hooks, or an error naming the hosts that have one.
+fn extension_of(host: &hosts::Host) -> anyhow::Result<&install::Extension> {
+    host.install().extension.as_ref().with_context(|| {
+        let with: Vec<&str> = hosts::HOSTS
+            .iter()
+            .filter(|h| h.install().extension.is_some())
+            .map(|h| h.name)
+            .collect();
+        format!("--form extension is for {} only", with.join(", "))
+    })
+}
+
 pub fn run_mcp(command: McpCommand) -> anyhow::Result<()> {
-    let (t, install) = match command {
+    let (t, installing) = match command {
         McpCommand::Install(t) => (t, true),
         McpCommand::Uninstall(t) => (t, false),
     };
-    let agent = hosts::agent_name(&t.agent)?;
-    let path = hosts::mcp_path(agent, t.scope, &t.project_dir)?;
-    if install {
+    let host = hosts::named(&t.agent)?;
+    let path = (host.install().mcp_path)(t.scope, &t.project_dir)?;
+    if installing {
         let binary = find_binary("mneme")?;
-        let report = hosts::install_mcp(agent, &path, &binary)?;
-        print_report("registered the MCP server of", agent, &report);
+        let report = install::install_mcp(host.install(), &path, &binary)?;
+        print_report("registered the MCP server of", host.name, &report);
     } else {
-        let report = hosts::uninstall_mcp(agent, &path)?;
-        print_report("removed the MCP server of", agent, &report);
+        let report = install::uninstall_mcp(host.install(), &path)?;
+        print_report("removed the MCP server of", host.name, &report);
     }
     Ok(())
 }
@@ -183,13 +170,14 @@ async fn last_events(common: &CommonArgs) -> std::collections::BTreeMap<String, 
     let Ok(store) = store::Store::open_read_only(&common.db_path()).await else {
         return seen;
     };
-    let rows: Vec<(String, i64, i64)> =
-        sqlx::query_as("SELECT agent, MAX(last_event_at), count(*) FROM sessions GROUP BY agent")
-            .fetch_all(store.pool())
-            .await
-            .unwrap_or_default();
-    for (agent, at, n) in rows {
-        seen.insert(agent, (at, n));
+    for activity in archive::agent_activity(store.pool())
+        .await
+        .unwrap_or_default()
+    {
+        seen.insert(
+            activity.agent,
+            (activity.last_event_at_ms, activity.sessions),
+        );
     }
     seen
 }
@@ -198,21 +186,22 @@ fn status(
     args: &StatusArgs,
     last_seen: &std::collections::BTreeMap<String, (i64, i64)>,
 ) -> anyhow::Result<()> {
-    let agents: Vec<&str> = match &args.agent {
-        Some(agent) => vec![hosts::agent_name(agent)?],
-        None => AGENTS.to_vec(),
+    let chosen: Vec<&hosts::Host> = match &args.agent {
+        Some(agent) => vec![hosts::named(agent)?],
+        None => hosts::HOSTS.to_vec(),
     };
     let mut report = Vec::new();
-    for agent in agents {
+    for host in chosen {
+        let agent = host.name;
         let mut places = Vec::new();
         for scope in [Scope::User, Scope::Project] {
             if args.scope.is_some_and(|only| only != scope) {
                 continue;
             }
-            let Ok(path) = hosts::hooks_path(agent, scope, &args.project_dir) else {
+            let Ok(path) = (host.install().hooks_path)(scope, &args.project_dir) else {
                 continue;
             };
-            let events = match hosts::installed_hooks(agent, &path) {
+            let events = match (host.install().installed)(&path) {
                 Ok(events) => events,
                 Err(error) => {
                     places.push(serde_json::json!({"scope": scope.to_string(), "path": path.display().to_string(), "error": format!("{error:#}")}));
@@ -223,11 +212,11 @@ fn status(
                 places.push(serde_json::json!({"scope": scope.to_string(), "path": path.display().to_string(), "events": events}));
             }
         }
-        if agent == "gemini"
-            && let Ok(dir) = hosts::gemini_extension_dir()
+        if let Some(extension) = &host.install().extension
+            && let Ok(dir) = (extension.dir)()
         {
-            let path = dir.join("hooks/hooks.json");
-            if let Ok(events) = hosts::installed_hooks(agent, &path)
+            let path = dir.join(extension.hooks_file);
+            if let Ok(events) = (host.install().installed)(&path)
                 && !events.is_empty()
             {
                 places.push(serde_json::json!({"scope": "extension", "path": path.display().to_string(), "events": events}));
@@ -287,11 +276,7 @@ fn status(
 }
 
 fn ago(ms: i64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default();
-    let secs = ((now - ms) / 1000).max(0);
+    let secs = ((common::time::now_ms() - ms) / 1000).max(0);
     match secs {
         0..60 => format!("{secs} s ago"),
         60..3600 => format!("{} min ago", secs / 60),

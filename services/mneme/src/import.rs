@@ -1,8 +1,8 @@
 //! `mneme import <host>`: backfill past sessions from a host's own files through the same
 //! pipeline as live events, and `mneme sessions`: list what is stored.
 //!
-//! Each session file is read by [`crate::import_formats`] into the hook payloads the host
-//! would have sent; each payload goes through the host's adapter in `mneme-hook` (so it is
+//! Each session file is read by the host's `import.rs` (in the `hosts` crate) into the hook
+//! payloads the host would have sent; each payload goes through the host's adapter (so it is
 //! mapped and scrubbed exactly like a live event) and is published to JetStream for ingest to
 //! sanitise and store. Event ids are derived from the file's own record ids and times, so a
 //! second import publishes nothing new (ids already stored are skipped here, and ingest and
@@ -12,9 +12,9 @@
 //! first event on (the hook spools when NATS is down), so only the part of the file before
 //! the first live event is imported, and never a tool call whose id is already stored.
 
-use crate::import_formats::{self as formats, BadLine, Read, Session};
 use anyhow::{Context as _, Result, bail};
 use common::CommonArgs;
+use hosts::import::{BadLine, Read, Session};
 use proto::Message as _;
 use std::collections::HashSet;
 use std::io::{IsTerminal as _, Write as _};
@@ -70,151 +70,12 @@ pub struct Summary {
     pub records_per_second: f64,
 }
 
-fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default()
-}
-
-fn env_dir(var: &str, default: &str) -> PathBuf {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home().join(default))
-}
-
-/// `root` itself when it is a file, or every file under it accepted by `keep`, sorted.
-fn files_at(root: PathBuf, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
-    if root.is_file() {
-        return vec![root];
-    }
-    let mut files = Vec::new();
-    walk(&root, keep, &mut files);
-    files.sort();
-    files
-}
-
-/// Every file under `dir` (recursively) accepted by `keep`.
-fn walk(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
-        if path.is_dir() {
-            walk(&path, keep, out);
-        } else if keep(&path) {
-            out.push(path);
-        }
-    }
-}
-
-fn name_of(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// The files to read for `agent`, each with what it needs.
-enum Source {
-    File(PathBuf),
-    /// A Kimi session: wire file, session id, work directory.
-    Kimi(PathBuf, String, String),
-    /// A Gemini chat file and the project it belongs to.
-    Gemini(PathBuf, String),
-}
-
-fn sources(agent: &str, path: Option<&Path>, read: &mut Read) -> Result<Vec<Source>> {
-    let root = |default: PathBuf| path.map_or(default, Path::to_path_buf);
-    let files = match agent {
-        "claude-code" => files_at(
-            root(env_dir("CLAUDE_CONFIG_DIR", ".claude").join("projects")),
-            // Main sessions only: subagent files are read with their session.
-            &|p| {
-                p.extension().is_some_and(|e| e == "jsonl")
-                    && !p.components().any(|c| c.as_os_str() == "subagents")
-            },
-        ),
-        "codex" => files_at(
-            root(env_dir("CODEX_HOME", ".codex").join("sessions")),
-            &|p| name_of(p).starts_with("rollout-") && name_of(p).ends_with(".jsonl"),
-        ),
-        "kiro" => files_at(
-            root(env_dir("KIRO_HOME", ".kiro").join("sessions/cli")),
-            &|p| p.extension().is_some_and(|e| e == "jsonl"),
-        ),
-        "kimi" => {
-            let root = root(env_dir("KIMI_CODE_HOME", ".kimi-code"));
-            let index = if root.is_file() {
-                root
-            } else {
-                root.join("session_index.jsonl")
-            };
-            if !index.is_file() {
-                bail!("no kimi session index at {}", index.display());
-            }
-            let mut out = Vec::new();
-            for (id, dir, work) in formats::kimi_index(&index, read)? {
-                let wire = dir.join("agents/main/wire.jsonl");
-                if wire.is_file() {
-                    out.push(Source::Kimi(wire, id, work));
-                }
-            }
-            return Ok(out);
-        }
-        "gemini" => {
-            let files = files_at(root(home().join(".gemini/tmp")), &|p| {
-                let name = name_of(p);
-                p.parent().is_some_and(|d| name_of(d) == "chats")
-                    && name.starts_with("session-")
-                    && (name.ends_with(".jsonl") || name.ends_with(".json"))
-            });
-            return Ok(files
-                .into_iter()
-                .map(|f| {
-                    // `<tmp>/<project>/chats/<file>`: the project directory's name stands in
-                    // for the project when the file does not name its directories.
-                    let project = f
-                        .parent()
-                        .and_then(Path::parent)
-                        .map(name_of)
-                        .unwrap_or_default();
-                    Source::Gemini(f, project)
-                })
-                .collect());
-        }
-        other => bail!(
-            "mneme cannot import {other:?} history; known: claude-code, codex, kimi, kiro, gemini"
-        ),
-    };
-    Ok(files.into_iter().map(Source::File).collect())
-}
-
-fn read_source(agent: &str, source: &Source, read: &mut Read) -> Result<()> {
-    match source {
-        Source::File(path) => match agent {
-            "claude-code" => formats::claude_code(path, read),
-            "codex" => formats::codex(path, read),
-            "kiro" => formats::kiro(path, read),
-            _ => unreachable!("file sources are only made for these hosts"),
-        },
-        Source::Kimi(wire, id, work) => formats::kimi(wire, id, work, read),
-        Source::Gemini(path, project) => formats::gemini(path, project, read),
-    }
-}
-
-fn source_path(source: &Source) -> &Path {
-    match source {
-        Source::File(p) | Source::Kimi(p, _, _) | Source::Gemini(p, _) => p,
-    }
-}
-
 /// `--since`: a date (YYYY-MM-DD) or a number of days back (`30d`), as Unix milliseconds.
 fn since_ms(since: &str) -> Result<i64> {
     if let Some(days) = since.strip_suffix('d').and_then(|d| d.parse::<i64>().ok()) {
-        return Ok(common::now_ms() - days * 86_400_000);
+        return Ok(common::time::now_ms() - days * common::time::DAY_MS);
     }
-    formats::parse_time(&format!("{since}T00:00:00Z")).with_context(|| {
+    common::time::parse_rfc3339_ms(&format!("{since}T00:00:00Z")).with_context(|| {
         format!("--since {since:?}: expected YYYY-MM-DD or a number of days like 30d")
     })
 }
@@ -239,21 +100,16 @@ struct Known {
 async fn known(store: Option<&store::Store>, session: &str) -> Known {
     let mut known = Known::default();
     let Some(store) = store else { return known };
-    let rows: Vec<(String, String, String, i64, Option<String>)> = sqlx::query_as(
-        "SELECT event_id, kind, tool_use_id, occurred_at,
-                json_extract(meta, '$.host_fields.imported_from')
-         FROM observations WHERE session_id = ?",
-    )
-    .bind(session)
-    .fetch_all(store.pool())
-    .await
-    .unwrap_or_default();
-    for (id, kind, tool_use_id, at, imported) in rows {
-        known.ids.insert(id);
-        if !tool_use_id.is_empty() {
-            known.tool_calls.insert((kind, tool_use_id));
+    let stored = archive::session_events(store.pool(), session)
+        .await
+        .unwrap_or_default();
+    for event in stored {
+        known.ids.insert(event.event_id);
+        if !event.tool_use_id.is_empty() {
+            known.tool_calls.insert((event.kind, event.tool_use_id));
         }
-        if imported.is_none() {
+        if event.imported_from.is_none() {
+            let at = event.occurred_at_ms;
             known.first_live_ms = Some(known.first_live_ms.map_or(at, |f| f.min(at)));
         }
     }
@@ -307,13 +163,13 @@ pub async fn run(args: ImportArgs) -> Result<()> {
 /// Run an import and return its summary.
 pub async fn import(args: &ImportArgs) -> Result<Summary> {
     let started = Instant::now();
-    let agent = crate::hosts_config::agent_name(&args.agent)?;
-    let host = mneme_hook::hosts::find(agent).context("no adapter for this host")?;
-    if agent == "cursor" {
+    let host = hosts::named(&args.agent)?;
+    let agent = host.name;
+    let Some(reader) = host.import() else {
         bail!(
-            "cursor's transcripts are not documented well enough to import yet; its live hooks capture everything from now on"
+            "{agent}'s transcripts are not documented well enough to import yet; its live hooks capture everything from now on"
         );
-    }
+    };
     let since = args.since.as_deref().map(since_ms).transpose()?;
     let project = args
         .project
@@ -326,7 +182,7 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
         ..Default::default()
     };
     let mut header = Read::default();
-    let sources = sources(agent, args.path.as_deref(), &mut header)?;
+    let sources = (reader.sources)(args.path.as_deref(), &mut header)?;
     summary.bad_lines.extend(header.bad_lines);
     summary.files = sources.len();
 
@@ -350,10 +206,10 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
 
     for (index, source) in sources.iter().enumerate() {
         let mut read = Read::default();
-        if let Err(error) = read_source(agent, source, &mut read) {
+        if let Err(error) = (reader.read)(source, &mut read) {
             summary
                 .failed_files
-                .push(format!("{}: {error:#}", source_path(source).display()));
+                .push(format!("{}: {error:#}", source.path.display()));
         }
         summary.bad_lines.extend(read.bad_lines);
         summary.partial_files += usize::from(read.partial);
@@ -373,7 +229,7 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
                 &sanitizer,
                 &mut summary,
                 store.as_ref(),
-                source_path(source),
+                &source.path,
             )
             .await;
             if let Some(jetstream) = &jetstream {
@@ -407,7 +263,7 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
 #[allow(clippy::too_many_arguments)]
 async fn prepare(
     agent: &str,
-    host: &mneme_hook::adapter::Host,
+    host: &hosts::Host,
     session: &Session,
     since: Option<i64>,
     sanitizer: &sanitize::Sanitizer,
@@ -416,7 +272,7 @@ async fn prepare(
     file: &Path,
 ) -> Vec<proto::Event> {
     let known = known(store, &session.id).await;
-    let now = common::now_ms();
+    let now = common::time::now_ms();
     let session_ms = session
         .items
         .iter()
@@ -436,7 +292,7 @@ async fn prepare(
             continue;
         }
         let mut event =
-            mneme_hook::adapter::normalise(host, item.payload.to_string().as_bytes(), sanitizer);
+            hosts::adapter::normalise(host, item.payload.to_string().as_bytes(), sanitizer);
         let tool_call = match &event.payload {
             Some(
                 proto::event::Payload::PreTool(t)
@@ -467,7 +323,7 @@ async fn prepare(
             file.display().to_string().into(),
         );
         event.extra_json = serde_json::Value::Object(extra).to_string();
-        mneme_hook::client::fit(&mut event, sanitizer);
+        hosts::adapter::fit(&mut event, sanitizer);
         events.push(event);
     }
     events
@@ -527,66 +383,36 @@ pub async fn sessions(args: SessionsArgs) -> Result<()> {
     let agent = args
         .agent
         .as_deref()
-        .map(crate::hosts_config::agent_name)
+        .map(|agent| hosts::named(agent).map(|host| host.name))
         .transpose()?;
     let db = args.common.db_path();
     let store = store::Store::open_read_only(&db)
         .await
         .with_context(|| format!("opening the store {}", db.display()))?;
-    let rows: Vec<(String, String, String, i64, Option<i64>, i64)> = sqlx::query_as(
-        "SELECT s.id, s.agent, s.project, s.started_at, s.ended_at,
-                (SELECT count(*) FROM observations o WHERE o.session_id = s.id)
-         FROM sessions s
-         WHERE (?1 IS NULL OR s.agent = ?1) AND (?2 IS NULL OR s.project = ?2)
-         ORDER BY s.last_event_at DESC LIMIT ?3",
-    )
-    .bind(agent)
-    .bind(args.project.as_deref())
-    .bind(args.limit)
-    .fetch_all(store.pool())
-    .await?;
+    let rows =
+        archive::session_list(store.pool(), agent, args.project.as_deref(), args.limit).await?;
     if args.json {
-        let list: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(id, agent, project, start, end, n)| {
-                serde_json::json!({"id": id, "agent": agent, "project": project,
-                    "started_at_ms": start, "ended_at_ms": end, "observations": n})
-            })
-            .collect();
+        // Through a JSON value, as this list was always built, so its keys print in the same
+        // order however serde_json orders them.
+        let list = serde_json::to_value(&rows)?;
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());
     }
     if rows.is_empty() {
         println!("no sessions");
     }
-    for (id, agent, project, start, end, n) in rows {
-        let end = end.map_or_else(|| "open".to_owned(), format_ms);
+    for session in rows {
+        let end = session
+            .ended_at_ms
+            .map_or_else(|| "open".to_owned(), common::time::utc_minute);
         println!(
-            "{id}  {agent:<11}  {}  → {end}  {n:>5} observations  {project}",
-            format_ms(start)
+            "{}  {:<11}  {}  → {end}  {:>5} observations  {}",
+            session.id,
+            session.agent,
+            common::time::utc_minute(session.started_at_ms),
+            session.observations,
+            session.project
         );
     }
     Ok(())
-}
-
-/// A Unix-millisecond time as `YYYY-MM-DD HH:MM` UTC.
-fn format_ms(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60
-    )
 }

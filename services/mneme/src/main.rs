@@ -12,9 +12,7 @@
 mod backup;
 mod export;
 mod hooks;
-mod hosts_config;
 mod import;
-mod import_formats;
 mod memory;
 mod nats_key;
 mod nats_server;

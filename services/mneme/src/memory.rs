@@ -2,9 +2,9 @@
 //! from the command line, answered by retrieval over NATS. When retrieval is not running they
 //! read the store directly (full-text only), so memory stays reachable.
 
-use crate::status::ask;
 use anyhow::Context as _;
 use common::CommonArgs;
+use common::nats::ask;
 use proto::subjects;
 use retrieval::search::Searcher;
 use serde_json::{Value, json};
@@ -123,7 +123,7 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
         println!(
             "#{:<6} {} {:<10} {}",
             hit.id,
-            retrieval::text::day(hit.occurred_at_ms),
+            common::time::utc_day(hit.occurred_at_ms),
             hit.kind,
             hit.title
         );
@@ -189,7 +189,7 @@ pub async fn timeline(args: TimelineArgs) -> anyhow::Result<()> {
         println!(
             "{marker} #{:<6} {} {:<10} {}",
             item.id,
-            retrieval::text::day(item.occurred_at_ms),
+            common::time::utc_day(item.occurred_at_ms),
             item.kind,
             item.title
         );
@@ -249,7 +249,7 @@ pub async fn get(args: GetArgs) -> anyhow::Result<()> {
             "#{} {} {} in session {} ({})",
             item.id,
             item.kind,
-            retrieval::text::day(item.occurred_at_ms),
+            common::time::utc_day(item.occurred_at_ms),
             item.session_id,
             item.project
         );
@@ -354,7 +354,7 @@ fn parse_time(text: &str) -> anyhow::Result<i64> {
             .strip_suffix(suffix)
             .and_then(|n| n.parse::<i64>().ok())
         {
-            return Ok(common::now_ms() - n * unit);
+            return Ok(common::time::now_ms() - n * unit);
         }
     }
     let parts: Vec<i64> = text
@@ -369,7 +369,7 @@ fn parse_time(text: &str) -> anyhow::Result<i64> {
         (1..=12).contains(&m) && (1..=31).contains(&d),
         "{text:?} is not a valid date"
     );
-    Ok(retrieval::text::midnight_ms(y, m, d))
+    Ok(common::time::midnight_ms(y, m, d))
 }
 
 #[cfg(test)]
@@ -379,10 +379,10 @@ mod tests {
     #[test]
     fn times_parse_as_dates_or_ages() {
         for day in ["2000-02-29", "2026-11-18", "1970-01-01"] {
-            assert_eq!(retrieval::text::day(parse_time(day).unwrap()), day);
+            assert_eq!(common::time::utc_day(parse_time(day).unwrap()), day);
         }
         let week = parse_time("7d").unwrap();
-        assert!((common::now_ms() - week - 7 * 86_400_000).abs() < 5_000);
+        assert!((common::time::now_ms() - week - 7 * 86_400_000).abs() < 5_000);
         assert!(parse_time("yesterday").is_err());
         assert!(parse_time("2026-13-01").is_err());
     }

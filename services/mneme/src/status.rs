@@ -1,7 +1,7 @@
 //! `mneme status`.
 
 use common::CommonArgs;
-use proto::Message as _;
+use common::nats::AskError;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -102,22 +102,9 @@ async fn collect(common: &CommonArgs) -> Value {
     if let Ok(store) = store::Store::open_read_only(&common.db_path()).await {
         report["store"]["exists"] = json!(true);
         report["store"]["size_bytes"] = json!(store.size_bytes());
-        for (key, table) in [
-            ("sessions", "sessions"),
-            ("observations", "observations"),
-            ("memory_items", "memory_items"),
-            ("structured_observations", "structured_observations"),
-            ("session_summaries", "session_summaries"),
-            ("checkpoints", "checkpoints"),
-            ("patterns", "patterns"),
-            ("dead_letters", "dead_letters"),
-        ] {
-            let sql = sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}"));
-            if let Ok((n,)) = sqlx::query_as::<_, (i64,)>(sql)
-                .fetch_one(store.pool())
-                .await
-            {
-                report[key] = json!(n);
+        if let Ok(counts) = archive::counts(store.pool()).await {
+            for (table, n) in counts.tables() {
+                report[table] = json!(n);
             }
         }
         store.close().await;
@@ -131,19 +118,22 @@ async fn connect(common: &CommonArgs) -> anyhow::Result<async_nats::Client> {
 }
 
 async fn probe(client: &async_nats::Client, service: &str) -> Value {
-    let ask = client.request(
-        proto::subjects::health_subject(service),
-        proto::HealthRequest {}.encode_to_vec().into(),
-    );
-    match tokio::time::timeout(Duration::from_millis(1000), ask).await {
-        Ok(Ok(reply)) => match proto::HealthReply::decode(reply.payload) {
-            Ok(h) => {
-                json!({"ok": h.ok, "version": h.version, "detail": h.detail, "uptime_ms": h.uptime_ms, "handled": h.handled})
-            }
-            Err(_) => json!({"ok": false, "detail": "unreadable health reply"}),
-        },
-        Ok(Err(_)) => json!({"ok": false, "detail": "not running"}),
-        Err(_) => json!({"ok": false, "detail": "no answer within 1s"}),
+    let answer = common::nats::request::<proto::HealthReply>(
+        client,
+        &proto::subjects::health_subject(service),
+        &proto::HealthRequest {},
+        Duration::from_millis(1000),
+    )
+    .await;
+    match answer {
+        Ok(h) => {
+            json!({"ok": h.ok, "version": h.version, "detail": h.detail, "uptime_ms": h.uptime_ms, "handled": h.handled})
+        }
+        Err(AskError::Request(error)) if error.kind() == async_nats::RequestErrorKind::TimedOut => {
+            json!({"ok": false, "detail": "no answer within 1s"})
+        }
+        Err(AskError::Request(_)) => json!({"ok": false, "detail": "not running"}),
+        Err(AskError::Unreadable(_)) => json!({"ok": false, "detail": "unreadable health reply"}),
     }
 }
 
@@ -153,20 +143,4 @@ fn spooled() -> usize {
     mneme_hook::spool::Spool::new(dir)
         .pending()
         .map_or(0, |pending| pending.len())
-}
-
-/// Ask a service over NATS; `None` when NATS or the service does not answer in time.
-pub async fn ask<R: proto::Message + Default>(
-    common: &CommonArgs,
-    subject: &str,
-    request: &impl proto::Message,
-    timeout: Duration,
-) -> Option<R> {
-    let client = tokio::time::timeout(Duration::from_secs(1), connect(common))
-        .await
-        .ok()?
-        .ok()?;
-    let ask = client.request(subject.to_owned(), request.encode_to_vec().into());
-    let reply = tokio::time::timeout(timeout, ask).await.ok()?.ok()?;
-    R::decode(reply.payload).ok()
 }

@@ -1,8 +1,10 @@
-//! The pattern service's statements and the session walk that uses them, all inside the
-//! caller's write transaction.
+//! The pattern service's statements: what it reads of ingest's `observations`, and everything
+//! it writes to its own tables (`patterns`, `pattern_occurrences`, `pattern_failures`,
+//! `pattern_sessions`). All run inside the caller's write transaction; the walk that decides
+//! what to write is [`crate::walk`].
 
-use crate::detect::{self, Raw};
-use serde_json::json;
+use crate::detect::Signature;
+use observation::row::Observation;
 use sqlx::SqliteConnection;
 use std::collections::BTreeSet;
 
@@ -24,7 +26,7 @@ pub struct Updated {
 pub struct Updates(pub Vec<Updated>);
 
 impl Updates {
-    fn push(&mut self, updated: Option<Updated>) {
+    pub(crate) fn push(&mut self, updated: Option<Updated>) {
         let Some(updated) = updated else { return };
         match self.0.iter_mut().find(|u| u.id == updated.id) {
             Some(existing) => *existing = updated,
@@ -34,50 +36,70 @@ impl Updates {
 }
 
 /// One occurrence of a pattern in an observation.
-struct Occurrence<'a> {
-    observation_id: i64,
-    role: &'static str,
-    session_id: &'a str,
-    project: &'a str,
-    occurred_at: i64,
+pub(crate) struct Occurrence<'a> {
+    pub observation_id: i64,
+    pub role: &'static str,
+    pub session_id: &'a str,
+    pub project: &'a str,
+    pub occurred_at: i64,
 }
 
 /// A pattern to record.
-struct Pattern<'a> {
-    hash: String,
-    kind: &'a str,
-    title: String,
-    text: String,
-    signature: serde_json::Value,
-    files: Vec<String>,
+pub(crate) struct Pattern<'a> {
+    pub hash: String,
+    pub kind: &'a str,
+    pub title: String,
+    pub text: String,
+    pub signature: serde_json::Value,
+    pub files: Vec<String>,
 }
 
 /// The most related observation ids kept on a pattern row.
 const MAX_IDS: i64 = 50;
-/// The longest list of steps a procedure keeps.
-const MAX_STEPS: usize = 12;
 
-/// Read the session's observations after its cursor, up to `upto`, and record the patterns
-/// they show. A redelivered notice finds the cursor past it and changes nothing.
-pub async fn walk_session(
-    tx: &mut SqliteConnection,
-    session_id: &str,
-    upto: i64,
-    now: i64,
-    updates: &mut Updates,
-) -> sqlx::Result<()> {
-    let cursor: i64 =
+/// How far the walk of a session has read (an observation id; 0 before its first walk).
+pub(crate) async fn cursor(tx: &mut SqliteConnection, session_id: &str) -> sqlx::Result<i64> {
+    Ok(
         sqlx::query_as::<_, (i64,)>("SELECT cursor FROM pattern_sessions WHERE session_id = ?")
             .bind(session_id)
             .fetch_optional(&mut *tx)
             .await?
-            .map_or(0, |(c,)| c);
-    if cursor >= upto {
-        return Ok(());
-    }
-    let raws: Vec<Raw> = sqlx::query_as(
+            .map_or(0, |(c,)| c),
+    )
+}
+
+/// Record how far the walk of a session has read.
+pub(crate) async fn save_cursor(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    cursor: i64,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO pattern_sessions (session_id, cursor, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT (session_id) DO UPDATE SET cursor = excluded.cursor,
+             updated_at = excluded.updated_at",
+    )
+    .bind(session_id)
+    .bind(cursor)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// The session's observations after `cursor`, up to `upto`, of the kinds patterns come from.
+/// Nothing here estimates tokens, so the body's length is not measured (`0 AS body_chars`).
+pub(crate) async fn observations_after(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    cursor: i64,
+    upto: i64,
+) -> sqlx::Result<Vec<Observation>> {
+    sqlx::query_as(
         "SELECT id, session_id, project, kind, tool_name, title, substr(body, 1, 4000) AS body,
-             substr(input, 1, 4000) AS input, substr(output, 1, 3000) AS output, occurred_at
+             substr(input, 1, 4000) AS input, substr(output, 1, 3000) AS output,
+             0 AS body_chars, occurred_at
          FROM observations
          WHERE session_id = ? AND id > ? AND id <= ?
            AND kind IN ('post_tool', 'tool_failure', 'prompt', 'session_end')
@@ -87,217 +109,20 @@ pub async fn walk_session(
     .bind(cursor)
     .bind(upto)
     .fetch_all(&mut *tx)
-    .await?;
-    for raw in &raws {
-        match raw.kind.as_str() {
-            "tool_failure" if detect::is_not_a_failure(raw.output.as_deref().unwrap_or("")) => {}
-            "tool_failure" => failure(tx, raw, now, updates).await?,
-            "post_tool" => success(tx, raw, now, updates).await?,
-            "prompt" => prompt(tx, raw, now, updates).await?,
-            "session_end" => reflect(tx, raw, now, updates).await?,
-            _ => {}
-        }
-    }
-    sqlx::query(
-        "INSERT INTO pattern_sessions (session_id, cursor, updated_at) VALUES (?, ?, ?)
-         ON CONFLICT (session_id) DO UPDATE SET cursor = excluded.cursor,
-             updated_at = excluded.updated_at",
-    )
-    .bind(session_id)
-    .bind(upto.min(raws.last().map_or(upto, |r| r.id).max(cursor)))
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+    .await
 }
 
-/// A failure: remember it for fixes, and make it an error pattern once its signature was seen
-/// twice.
-async fn failure(
-    tx: &mut SqliteConnection,
-    raw: &Raw,
-    now: i64,
-    updates: &mut Updates,
-) -> sqlx::Result<()> {
-    let sig = detect::signature(raw);
-    let hash = sig.hash();
-    sqlx::query(
-        "INSERT OR IGNORE INTO pattern_failures (observation_id, session_id, project,
-             signature_hash, subject_key, tool_name, error_class, occurred_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(raw.id)
-    .bind(&raw.session_id)
-    .bind(&raw.project)
-    .bind(&hash)
-    .bind(sig.subject())
-    .bind(&sig.tool)
-    .bind(&sig.error_class)
-    .bind(raw.occurred_at)
-    .execute(&mut *tx)
-    .await?;
-    let seen: Vec<(i64, String, String, i64)> = sqlx::query_as(
-        "SELECT observation_id, session_id, project, occurred_at FROM pattern_failures
-         WHERE signature_hash = ? ORDER BY observation_id",
-    )
-    .bind(&hash)
-    .fetch_all(&mut *tx)
-    .await?;
-    if seen.len() < 2 {
-        return Ok(());
-    }
-    let occurrences: Vec<Occurrence<'_>> = seen
-        .iter()
-        .map(|(id, session, project, at)| Occurrence {
-            observation_id: *id,
-            role: "error",
-            session_id: session,
-            project,
-            occurred_at: *at,
-        })
-        .collect();
-    let pattern = Pattern {
-        hash,
-        kind: "error",
-        title: format!("Recurring error: {}", sig.describe()),
-        text: format!(
-            "{} (tool {}). Seen in earlier sessions; check how it was fixed before retrying.",
-            sig.describe(),
-            sig.tool
-        ),
-        signature: json!(sig),
-        files: (!sig.file.is_empty())
-            .then(|| sig.file.clone())
-            .into_iter()
-            .collect(),
-    };
-    updates.push(record(tx, &pattern, &occurrences, raw, now).await?);
-    Ok(())
-}
-
-/// A success: it fixes the session's open failures on the same command or file, which makes a
-/// fix pattern and a procedure (the steps between).
-async fn success(
-    tx: &mut SqliteConnection,
-    raw: &Raw,
-    now: i64,
-    updates: &mut Updates,
-) -> sqlx::Result<()> {
-    let subject = detect::success_subject(raw);
-    if subject.is_empty() {
-        return Ok(());
-    }
-    let open: Vec<(i64, String, String, String, i64)> = sqlx::query_as(
-        "SELECT observation_id, signature_hash, error_class, tool_name, occurred_at
-         FROM pattern_failures
-         WHERE session_id = ? AND subject_key = ? AND fixed_by IS NULL ORDER BY observation_id",
-    )
-    .bind(&raw.session_id)
-    .bind(&subject)
-    .fetch_all(&mut *tx)
-    .await?;
-    let Some((first_failure, ..)) = open.first().cloned() else {
-        return Ok(());
-    };
-    sqlx::query(
-        "UPDATE pattern_failures SET fixed_by = ?
-         WHERE session_id = ? AND subject_key = ? AND fixed_by IS NULL",
-    )
-    .bind(raw.id)
-    .bind(&raw.session_id)
-    .bind(&subject)
-    .execute(&mut *tx)
-    .await?;
-    let (_, signature_hash, error_class, tool, _) = open.last().cloned().expect("not empty");
-    let steps = steps_between(tx, &raw.session_id, first_failure, raw.id, &raw.project).await?;
-    let (command, file) = detect::command_and_file(raw);
-    let what = if command.is_empty() {
-        format!("{tool} on {file}")
-    } else {
-        format!("`{command}`")
-    };
-    let fix_line = detect::command_line(raw);
-    let how = if fix_line.is_empty() {
-        String::new()
-    } else {
-        format!(" Working command: `{}`.", cut(&fix_line, 200))
-    };
-    let step_text = if steps.names.is_empty() {
-        "when retried".to_owned()
-    } else {
-        format!("after {}", steps.names.join(" → "))
-    };
-    let mut links: Vec<Occurrence<'_>> = open
-        .iter()
-        .map(|(id, _, _, _, at)| Occurrence {
-            observation_id: *id,
-            role: "error",
-            session_id: &raw.session_id,
-            project: &raw.project,
-            occurred_at: *at,
-        })
-        .collect();
-    links.push(Occurrence {
-        observation_id: raw.id,
-        role: "fix",
-        session_id: &raw.session_id,
-        project: &raw.project,
-        occurred_at: raw.occurred_at,
-    });
-    let mut files = steps.files.clone();
-    if !file.is_empty() && !files.contains(&file) {
-        files.insert(0, file.clone());
-    }
-    let fix = Pattern {
-        hash: detect::pattern_hash(&["fix", &signature_hash, &subject]),
-        kind: "fix",
-        title: format!("Fix: {what} failing with {error_class}"),
-        text: format!("{what} failed ({error_class}) and succeeded {step_text}.{how}",),
-        signature: json!({"error": signature_hash, "subject": subject, "error_class": error_class}),
-        files: files.clone(),
-    };
-    updates.push(record(tx, &fix, &links, raw, now).await?);
-    if !steps.names.is_empty() {
-        let sequence = steps.names.join(" → ");
-        let procedure = Pattern {
-            hash: detect::pattern_hash(&["procedure", &subject, &steps.shape.join(" → ")]),
-            kind: "procedure",
-            title: format!("Procedure: getting {what} to pass"),
-            text: format!("When {what} fails ({error_class}): {sequence}, then run it again.{how}"),
-            signature: json!({"subject": subject, "steps": steps.names}),
-            files,
-        };
-        let occurrence = [Occurrence {
-            observation_id: raw.id,
-            role: "success",
-            session_id: &raw.session_id,
-            project: &raw.project,
-            occurred_at: raw.occurred_at,
-        }];
-        updates.push(record(tx, &procedure, &occurrence, raw, now).await?);
-    }
-    Ok(())
-}
-
-struct Steps {
-    names: Vec<String>,
-    /// The steps without their files, consecutive repeats folded: what makes two procedures
-    /// the same procedure.
-    shape: Vec<String>,
-    files: Vec<String>,
-}
-
-/// The tool steps between a failure and its fix, consecutive repeats folded.
-async fn steps_between(
+/// The tool calls of a session strictly between two observations (at most 200), without
+/// their bodies and outputs.
+pub(crate) async fn tool_calls_between(
     tx: &mut SqliteConnection,
     session_id: &str,
     after: i64,
     before: i64,
-    project: &str,
-) -> sqlx::Result<Steps> {
-    let rows: Vec<Raw> = sqlx::query_as(
+) -> sqlx::Result<Vec<Observation>> {
+    sqlx::query_as(
         "SELECT id, session_id, project, kind, tool_name, title, '' AS body,
-             substr(input, 1, 2000) AS input, NULL AS output, occurred_at
+             substr(input, 1, 2000) AS input, NULL AS output, 0 AS body_chars, occurred_at
          FROM observations
          WHERE session_id = ? AND id > ? AND id < ? AND kind = 'post_tool'
          ORDER BY id LIMIT 200",
@@ -306,139 +131,124 @@ async fn steps_between(
     .bind(after)
     .bind(before)
     .fetch_all(&mut *tx)
-    .await?;
-    let mut names: Vec<String> = Vec::new();
-    let mut shape: Vec<String> = Vec::new();
-    let mut files = BTreeSet::new();
-    for row in &rows {
-        let (command, file) = detect::command_and_file(row);
-        let (name, kind) = if !command.is_empty() {
-            let name = format!("{}({command})", row.tool_name);
-            (name.clone(), name)
-        } else if !file.is_empty()
-            && matches!(row.tool_name.as_str(), "Edit" | "Write" | "MultiEdit")
-        {
-            files.insert(common::keys::relative(&file, project));
-            (format!("{}({file})", row.tool_name), row.tool_name.clone())
-        } else {
-            (row.tool_name.clone(), row.tool_name.clone())
-        };
-        if names.last() != Some(&name) {
-            names.push(name);
-        }
-        if shape.last() != Some(&kind) {
-            shape.push(kind);
-        }
-    }
-    if names.len() > MAX_STEPS {
-        let dropped = names.len() - MAX_STEPS;
-        names.drain(..dropped);
-        names.insert(0, format!("… {dropped} steps"));
-    }
-    Ok(Steps {
-        names,
-        shape,
-        files: files.into_iter().collect(),
-    })
+    .await
 }
 
-/// Decisions, preferences and architecture choices stated in a prompt.
-async fn prompt(
+/// Remember a failure under its signature (once per observation).
+pub(crate) async fn insert_failure(
     tx: &mut SqliteConnection,
-    raw: &Raw,
-    now: i64,
-    updates: &mut Updates,
+    raw: &Observation,
+    hash: &str,
+    sig: &Signature,
 ) -> sqlx::Result<()> {
-    for (kind, sentence) in detect::statements(&raw.body) {
-        let key = detect::statement_key(&sentence);
-        let label = match kind {
-            detect::StatementKind::Decision => "Decision",
-            detect::StatementKind::Preference => "Preference",
-            detect::StatementKind::Architecture => "Architecture",
-        };
-        let pattern = Pattern {
-            hash: detect::pattern_hash(&[kind.as_str(), &key]),
-            kind: kind.as_str(),
-            title: format!("{label}: {}", cut(&sentence, 120)),
-            text: sentence.clone(),
-            signature: json!({"statement": key}),
-            files: Vec::new(),
-        };
-        let occurrence = [Occurrence {
-            observation_id: raw.id,
-            role: "statement",
-            session_id: &raw.session_id,
-            project: &raw.project,
-            occurred_at: raw.occurred_at,
-        }];
-        updates.push(record(tx, &pattern, &occurrence, raw, now).await?);
-    }
+    sqlx::query(
+        "INSERT OR IGNORE INTO pattern_failures (observation_id, session_id, project,
+             signature_hash, subject_key, tool_name, error_class, occurred_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(raw.id)
+    .bind(&raw.session_id)
+    .bind(&raw.project)
+    .bind(hash)
+    .bind(sig.subject())
+    .bind(&sig.tool)
+    .bind(&sig.error_class)
+    .bind(raw.occurred_at)
+    .execute(&mut *tx)
+    .await?;
     Ok(())
 }
 
-/// At session end, what kept failing and was never fixed becomes a reflection.
-async fn reflect(
+/// Every failure with this signature, anywhere: observation, session, project, time.
+pub(crate) async fn failures_of(
     tx: &mut SqliteConnection,
-    raw: &Raw,
-    now: i64,
-    updates: &mut Updates,
+    hash: &str,
+) -> sqlx::Result<Vec<(i64, String, String, i64)>> {
+    sqlx::query_as(
+        "SELECT observation_id, session_id, project, occurred_at FROM pattern_failures
+         WHERE signature_hash = ? ORDER BY observation_id",
+    )
+    .bind(hash)
+    .fetch_all(&mut *tx)
+    .await
+}
+
+/// The session's failures on `subject` no success has fixed yet: observation, signature,
+/// error class, tool, time.
+pub(crate) async fn open_failures(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    subject: &str,
+) -> sqlx::Result<Vec<(i64, String, String, String, i64)>> {
+    sqlx::query_as(
+        "SELECT observation_id, signature_hash, error_class, tool_name, occurred_at
+         FROM pattern_failures
+         WHERE session_id = ? AND subject_key = ? AND fixed_by IS NULL ORDER BY observation_id",
+    )
+    .bind(session_id)
+    .bind(subject)
+    .fetch_all(&mut *tx)
+    .await
+}
+
+/// Mark the session's open failures on `subject` as fixed by observation `fixed_by`.
+pub(crate) async fn mark_fixed(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    subject: &str,
+    fixed_by: i64,
 ) -> sqlx::Result<()> {
-    let open: Vec<(String, String, String, String)> = sqlx::query_as(
+    sqlx::query(
+        "UPDATE pattern_failures SET fixed_by = ?
+         WHERE session_id = ? AND subject_key = ? AND fixed_by IS NULL",
+    )
+    .bind(fixed_by)
+    .bind(session_id)
+    .bind(subject)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// The signatures of the session's unfixed failures, first failure first: signature, subject,
+/// tool, error class.
+pub(crate) async fn unfixed_signatures(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+) -> sqlx::Result<Vec<(String, String, String, String)>> {
+    sqlx::query_as(
         "SELECT signature_hash, subject_key, tool_name, error_class FROM pattern_failures
          WHERE session_id = ? AND fixed_by IS NULL
          GROUP BY signature_hash ORDER BY min(observation_id)",
     )
-    .bind(&raw.session_id)
+    .bind(session_id)
     .fetch_all(&mut *tx)
-    .await?;
-    for (hash, subject, tool, error_class) in open {
-        let failures: Vec<(i64, i64)> = sqlx::query_as(
-            "SELECT observation_id, occurred_at FROM pattern_failures
-             WHERE session_id = ? AND signature_hash = ? AND fixed_by IS NULL",
-        )
-        .bind(&raw.session_id)
-        .bind(&hash)
-        .fetch_all(&mut *tx)
-        .await?;
-        let what = subject
-            .split_once(':')
-            .map_or(subject.clone(), |(_, s)| s.to_owned());
-        let what = if what.is_empty() { tool.clone() } else { what };
-        let times = failures.len();
-        let pattern = Pattern {
-            hash: detect::pattern_hash(&["reflection", &hash]),
-            kind: "reflection",
-            title: format!("Unresolved: `{what}` failed with {error_class}"),
-            text: format!(
-                "`{what}` failed {times} time{} with {error_class} and was not made to work \
-                 before the session ended; try another approach next time.",
-                if times == 1 { "" } else { "s" }
-            ),
-            signature: json!({"error": hash, "subject": subject}),
-            files: Vec::new(),
-        };
-        let occurrences: Vec<Occurrence<'_>> = failures
-            .iter()
-            .map(|(id, at)| Occurrence {
-                observation_id: *id,
-                role: "reflection",
-                session_id: &raw.session_id,
-                project: &raw.project,
-                occurred_at: *at,
-            })
-            .collect();
-        updates.push(record(tx, &pattern, &occurrences, raw, now).await?);
-    }
-    Ok(())
+    .await
+}
+
+/// The session's unfixed failures with one signature: observation and time.
+pub(crate) async fn unfixed_failures(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    hash: &str,
+) -> sqlx::Result<Vec<(i64, i64)>> {
+    sqlx::query_as(
+        "SELECT observation_id, occurred_at FROM pattern_failures
+         WHERE session_id = ? AND signature_hash = ? AND fixed_by IS NULL",
+    )
+    .bind(session_id)
+    .bind(hash)
+    .fetch_all(&mut *tx)
+    .await
 }
 
 /// Create or update a pattern with its occurrences; `None` when nothing new was learnt (every
 /// occurrence was recorded before).
-async fn record(
+pub(crate) async fn record(
     tx: &mut SqliteConnection,
     pattern: &Pattern<'_>,
     occurrences: &[Occurrence<'_>],
-    raw: &Raw,
+    raw: &Observation,
     now: i64,
 ) -> sqlx::Result<Option<Updated>> {
     let (id,): (i64,) = sqlx::query_as(
@@ -655,11 +465,4 @@ pub async fn forget_sessions(
         updates.push(Some(updated));
     }
     Ok(rows)
-}
-
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
 }

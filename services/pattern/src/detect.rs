@@ -2,24 +2,10 @@
 //! must match to fix a failure, and decision/preference/architecture statements in prompts.
 //! Pure functions, no I/O.
 
-use common::keys::{command_key, relative};
+use observation::identity::{command_key, relative};
+use observation::row::Observation;
 use serde::Serialize;
 use serde_json::Value;
-
-/// A raw observation as the pattern service reads it (ingest's row, long texts cut short).
-#[derive(Debug, Clone, Default, sqlx::FromRow)]
-pub struct Raw {
-    pub id: i64,
-    pub session_id: String,
-    pub project: String,
-    pub kind: String,
-    pub tool_name: String,
-    pub title: String,
-    pub body: String,
-    pub input: Option<String>,
-    pub output: Option<String>,
-    pub occurred_at: i64,
-}
 
 /// The normalised signature of a failure: two failures with equal signatures are one error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -81,7 +67,7 @@ fn is_shell(tool: &str) -> bool {
     matches!(tool, "Bash" | "Shell" | "run_shell_command")
 }
 
-fn input(raw: &Raw) -> Value {
+fn input(raw: &Observation) -> Value {
     raw.input
         .as_deref()
         .and_then(|i| serde_json::from_str(i).ok())
@@ -89,7 +75,7 @@ fn input(raw: &Raw) -> Value {
 }
 
 /// The command of a shell call and the project-relative file of a file call.
-pub fn command_and_file(raw: &Raw) -> (String, String) {
+pub fn command_and_file(raw: &Observation) -> (String, String) {
     let input = input(raw);
     if is_shell(&raw.tool_name) {
         let command = input
@@ -109,7 +95,7 @@ pub fn command_and_file(raw: &Raw) -> (String, String) {
 }
 
 /// The full first line of a shell call's command, for showing how something was fixed.
-pub fn command_line(raw: &Raw) -> String {
+pub fn command_line(raw: &Observation) -> String {
     input(raw)
         .get("command")
         .and_then(Value::as_str)
@@ -120,7 +106,7 @@ pub fn command_line(raw: &Raw) -> String {
 }
 
 /// The signature of a failed tool call.
-pub fn signature(raw: &Raw) -> Signature {
+pub fn signature(raw: &Observation) -> Signature {
     let (command, file) = command_and_file(raw);
     Signature {
         tool: raw.tool_name.clone(),
@@ -131,7 +117,7 @@ pub fn signature(raw: &Raw) -> Signature {
 }
 
 /// The subject of a successful call, matched against open failures.
-pub fn success_subject(raw: &Raw) -> String {
+pub fn success_subject(raw: &Observation) -> String {
     let (command, file) = command_and_file(raw);
     subject(&raw.tool_name, &command, &file)
 }
@@ -363,8 +349,8 @@ pub fn statement_key(sentence: &str) -> String {
 mod tests {
     use super::*;
 
-    fn failure(tool: &str, input: &str, output: &str, project: &str) -> Raw {
-        Raw {
+    fn failure(tool: &str, input: &str, output: &str, project: &str) -> Observation {
+        Observation {
             kind: "tool_failure".into(),
             tool_name: tool.into(),
             input: Some(input.into()),

@@ -21,11 +21,12 @@
 
 pub mod db;
 pub mod detect;
+pub mod walk;
 mod worker;
 
 use anyhow::Context as _;
 use common::CommonArgs;
-use std::time::Duration;
+use common::service::Service;
 use tokio_util::sync::CancellationToken;
 
 pub use db::{Updated, Updates};
@@ -72,9 +73,9 @@ impl Detector {
     ) -> anyhow::Result<Vec<Updated>> {
         let mut tx = store::begin_write(&self.pool).await?;
         let mut updates = Updates::default();
-        let now = common::now_ms();
+        let now = common::time::now_ms();
         for (session, upto) in sessions {
-            db::walk_session(&mut tx, session, *upto, now, &mut updates)
+            walk::walk_session(&mut tx, session, *upto, now, &mut updates)
                 .await
                 .with_context(|| format!("detecting patterns in session {session}"))?;
         }
@@ -95,16 +96,9 @@ pub async fn run(
     args: PatternArgs,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let db_path = common.db_path();
-    let store = store::Store::open(&db_path)
-        .await
-        .with_context(|| format!("opening store {}", db_path.display()))?;
-    let client = common::nats::connect(&common, SERVICE, Duration::from_secs(30)).await?;
-    let detector = Detector::new(store.pool().clone());
-    let result = worker::run(client.clone(), detector, args, shutdown).await;
-    if let Err(error) = client.drain().await {
-        tracing::warn!(%error, "draining nats failed");
-    }
-    store.close().await;
+    let mut service = Service::start(&common, SERVICE).await?;
+    let detector = Detector::new(service.store.pool().clone());
+    let result = worker::run(&mut service, detector, args, &shutdown).await;
+    service.stop().await;
     result
 }

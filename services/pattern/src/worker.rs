@@ -1,13 +1,12 @@
-//! The pattern service's loop: stored-observation notices in batches (walk, commit, announce,
-//! ack).
+//! The pattern service's loop: ingest's notices in batches (walk, commit, announce, ack), read
+//! by [`common::notices::Reader`].
 
 use crate::{Detector, PatternArgs, SERVICE, Updated};
-use async_nats::jetstream::{self, AckKind};
-use common::health::Counters;
-use futures::StreamExt as _;
+use async_nats::jetstream;
+use common::notices::{Handled, Handler, Reader};
+use common::service::Service;
+use observation::{Notice, Walks};
 use proto::{Message as _, subjects};
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -19,28 +18,22 @@ const BATCH: usize = 256;
 const MAX_DELIVER: i64 = 5;
 
 pub async fn run(
-    client: async_nats::Client,
+    service: &mut Service,
     detector: Detector,
     args: PatternArgs,
-    shutdown: CancellationToken,
+    shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
-    let jetstream = jetstream::new(client.clone());
-    common::streams::ensure(&jetstream).await?;
-    let counters = Arc::new(Counters::default());
-    let health = tokio::spawn(common::health::serve(
-        client.clone(),
-        SERVICE,
-        counters.clone(),
-        shutdown.clone(),
-    ));
     if args.pattern_disabled {
-        counters.set_detail("disabled (MNEME_PATTERN_DISABLED)");
+        service
+            .counters
+            .set_detail("disabled (MNEME_PATTERN_DISABLED)");
+        service.answer_health(shutdown);
         shutdown.cancelled().await;
-        health.abort();
         return Ok(());
     }
-    let mut messages = common::streams::pull_batches(
-        &jetstream,
+    let reader = Reader::open(
+        &service.jetstream,
+        SERVICE,
         common::streams::Durable {
             stream: subjects::INGEST_STREAM,
             name: subjects::PATTERN_CONSUMER,
@@ -50,138 +43,59 @@ pub async fn run(
             batch: BATCH,
         },
     )
-    .await?;
+    .await?
+    .dead_letter_after(MAX_DELIVER)
+    .counting(service.counters.clone());
+    service.answer_health(shutdown);
     tracing::info!(consumer = subjects::PATTERN_CONSUMER, "pattern running");
-    loop {
-        let batch = tokio::select! {
-            biased;
-            _ = shutdown.cancelled() => break,
-            batch = messages.next() => match batch {
-                Some(batch) => batch,
-                None => break,
-            },
-        };
-        if !batch.is_empty() {
-            handle(&jetstream, &detector, &counters, batch).await;
-        }
-    }
-    health.abort();
+    let notices = Notices {
+        jetstream: service.jetstream.clone(),
+        detector,
+    };
+    reader.run(&notices, shutdown).await;
     tracing::info!("pattern stopped");
     Ok(())
 }
 
-async fn handle(
-    jetstream: &jetstream::Context,
-    detector: &Detector,
-    counters: &Counters,
-    messages: Vec<jetstream::Message>,
-) {
-    let mut sessions: BTreeMap<String, (i64, tracing::Span)> = BTreeMap::new();
-    let mut good = Vec::with_capacity(messages.len());
-    // Each notice's span stays open until the batch holding it is acked or given back.
-    let mut notices = Vec::with_capacity(messages.len());
-    let mut deleted: Vec<String> = Vec::new();
-    for message in messages {
-        if let Some(deletion) = common::streams::deleted_sessions(&message) {
-            match deletion {
-                Ok((ids, span)) => {
-                    deleted.extend(ids);
-                    good.push(message);
-                    notices.push(span);
-                }
-                Err(reason) => dead_letter(jetstream, &message, &reason).await,
-            }
-            continue;
-        }
-        match proto::ObservationStored::decode(message.payload.as_ref()) {
-            Ok(stored) if !stored.session_id.is_empty() && stored.observation_id > 0 => {
-                let span = tracing::info_span!(
-                    "pattern.notice",
-                    subject = %message.subject,
-                    event_id = %stored.event_id,
-                    session_id = %stored.session_id,
-                );
-                common::nats::continue_trace(&span, message.headers.as_ref());
-                let entry = sessions
-                    .entry(stored.session_id.clone())
-                    .or_insert_with(|| (0, span.clone()));
-                // What the session's walk finds is announced under the trace of the latest
-                // notice it covers.
-                if stored.observation_id > entry.0 {
-                    *entry = (stored.observation_id, span.clone());
-                }
-                good.push(message);
-                notices.push(span);
-            }
-            Ok(_) => {
-                dead_letter(
-                    jetstream,
-                    &message,
-                    "notice has no session or observation id",
-                )
-                .await
-            }
-            Err(error) => {
-                dead_letter(
-                    jetstream,
-                    &message,
-                    &format!("not an ObservationStored: {error}"),
-                )
-                .await
-            }
-        }
+/// Ingest's notices, walked for patterns.
+struct Notices {
+    jetstream: jetstream::Context,
+    detector: Detector,
+}
+
+impl Handler for Notices {
+    type Notice = Notice;
+
+    const WORK: &'static str = "pattern detection";
+
+    fn decode(&self, message: &jetstream::Message) -> Result<Notice, String> {
+        observation::notices::read(message, |stored| {
+            tracing::info_span!(
+                "pattern.notice",
+                subject = %message.subject,
+                event_id = %stored.event_id,
+                session_id = %stored.session_id,
+            )
+        })
     }
-    if good.is_empty() {
-        return;
-    }
-    let work: Vec<(String, i64)> = sessions
-        .iter()
-        .map(|(session, (upto, _))| (session.clone(), *upto))
-        .collect();
-    match detector.process(&work, &deleted).await {
-        Ok(updated) => {
-            if announce(jetstream, &updated, &sessions).await {
-                for message in &good {
-                    if let Err(error) = message.ack().await {
-                        tracing::warn!(%error, "ack failed; the notice will be redelivered and change nothing");
-                    }
-                    counters.handled();
-                }
-            } else {
-                for message in &good {
-                    let _ = message
-                        .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
-                        .await;
-                }
-            }
-        }
-        Err(error) => {
-            tracing::warn!(error = %format!("{error:#}"), "pattern detection failed; will retry");
-            for message in good {
-                let delivered = message.info().map(|i| i.delivered).unwrap_or(1);
-                if delivered >= MAX_DELIVER {
-                    let reason = format!("pattern detection failed {delivered} times: {error:#}");
-                    dead_letter(jetstream, &message, &reason).await;
-                } else {
-                    let _ = message
-                        .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
-                        .await;
-                }
-            }
-        }
+
+    async fn handle(&self, notices: &[Notice]) -> anyhow::Result<Handled> {
+        let walks = Walks::of(notices);
+        let updated = self.detector.process(&walks.upto(), &walks.deleted).await?;
+        Ok(if announce(&self.jetstream, &updated, &walks).await {
+            Handled::Ack
+        } else {
+            Handled::Redeliver
+        })
     }
 }
 
 /// Publish a notice for each changed pattern; `false` when one was not acknowledged.
-async fn announce(
-    jetstream: &jetstream::Context,
-    updated: &[Updated],
-    sessions: &BTreeMap<String, (i64, tracing::Span)>,
-) -> bool {
+async fn announce(jetstream: &jetstream::Context, updated: &[Updated], walks: &Walks) -> bool {
     let mut acks = Vec::with_capacity(updated.len());
     for u in updated {
         let mut headers = async_nats::HeaderMap::new();
-        if let Some((_, span)) = sessions.get(&u.session_id) {
+        if let Some(span) = walks.span(&u.session_id) {
             span.in_scope(|| common::nats::inject_trace(&mut headers));
         }
         let id = format!("pattern-{}-{}", u.id, u.revision);
@@ -218,9 +132,4 @@ async fn announce(
         }
     }
     true
-}
-
-/// Publish a notice the service cannot use to its dead-letter subject, then ack it.
-async fn dead_letter(jetstream: &jetstream::Context, message: &jetstream::Message, reason: &str) {
-    common::streams::dead_letter(jetstream, SERVICE, message, reason).await;
 }

@@ -4,7 +4,7 @@
 //! deleted session, they leave their collections in the same transaction.
 
 use crate::search::{self, Searcher};
-use crate::{embed, items, text};
+use crate::{items, models, text};
 use proto::{
     AskCollectionReply, AskCollectionRequest, Collection, CollectionReply, CollectionRequest,
     CollectionsReply, CreateCollectionRequest, ListCollectionsRequest, SearchHit,
@@ -167,7 +167,7 @@ pub async fn create(
             missing.join(", ")
         )));
     }
-    let now = common::now_ms();
+    let now = common::time::now_ms();
     // An import keeps when the collection was first made.
     let created_at = match request.created_at_ms {
         at if at > 0 && at <= now => at,
@@ -319,7 +319,7 @@ pub async fn ask(
                 statement = statement.bind(&row.text_hash);
             }
             for (hash, bytes) in statement.fetch_all(pool).await? {
-                cosines.insert(hash, embed::dot(&query, &embed::from_bytes(&bytes)));
+                cosines.insert(hash, models::dot(&query, &models::from_bytes(&bytes)));
             }
         }
     }

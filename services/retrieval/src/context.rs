@@ -6,7 +6,6 @@
 //! sessions; nothing at all when nothing does. Every line names an id the agent can `get`.
 
 use crate::search::Searcher;
-use crate::text;
 use proto::{ContextReply, ContextRequest, SearchRequest, context_request::Moment};
 
 /// Context settings.
@@ -157,7 +156,7 @@ async fn session_start(
         out.line(
             &format!(
                 "\n## Resume ({}, [#{}])\n{body}",
-                text::day(resume.occurred_at),
+                common::time::utc_day(resume.occurred_at),
                 resume.id
             ),
             Some(resume.id),
@@ -218,7 +217,10 @@ async fn session_start(
         }
         let short = session.get(..8).unwrap_or(&session);
         if !out.line(
-            &format!("Session {short}, last active {}:", text::day(last)),
+            &format!(
+                "Session {short}, last active {}:",
+                common::time::utc_day(last)
+            ),
             None,
         ) {
             break;
@@ -268,7 +270,7 @@ async fn prompt(
         let line = format!(
             "- [#{}] {} {}: {} — {}",
             hit.id,
-            text::day(hit.occurred_at_ms),
+            common::time::utc_day(hit.occurred_at_ms),
             hit.kind,
             one_line(&hit.title, 120),
             one_line(&hit.snippet, 240)

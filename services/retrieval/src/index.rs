@@ -1,5 +1,5 @@
 //! Indexing: from stored observations to memory items (full-text now, vectors in the
-//! background, see [`crate::embedder`]).
+//! background, see [`crate::backfill`]).
 //!
 //! Retrieval consumes `mneme.ingest.stored` through a durable consumer and indexes each
 //! observation worth remembering as a memory item with a kind. Indexing is idempotent (one item
@@ -454,7 +454,7 @@ async fn insert_item(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     item: &NewItem,
 ) -> anyhow::Result<Option<LexDoc>> {
-    let now = common::now_ms();
+    let now = common::time::now_ms();
     // The two items before this one in its session: an answer is found by the question it
     // answers, a tool result by the request that led to it. Derived items (summaries,
     // patterns) stand alone.

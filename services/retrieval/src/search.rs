@@ -4,9 +4,9 @@
 //! Results are a compact index (id, time, kind, title, snippet) for progressive disclosure:
 //! `timeline` and `get` ([`crate::items`]) give the rest.
 
-use crate::embed;
-use crate::embedder::Vectors;
+use crate::backfill::Vectors;
 use crate::lexical::Lexical;
+use crate::models;
 use crate::text;
 use crate::vector::VectorFilter;
 use proto::{SearchHit, SearchRequest};
@@ -259,7 +259,7 @@ impl Searcher {
             "search phases"
         );
 
-        let now = common::now_ms();
+        let now = common::time::now_ms();
         let mut hits: Vec<SearchHit> = rows
             .into_iter()
             .filter_map(|row| {
@@ -399,7 +399,7 @@ impl Searcher {
             for row in chunk {
                 if let Some(bytes) = cached.get(&row.text_hash) {
                     evidence.entry(row.id).or_default().cosine =
-                        Some(embed::dot(query, &embed::from_bytes(bytes)));
+                        Some(models::dot(query, &models::from_bytes(bytes)));
                 }
             }
         }

@@ -8,7 +8,7 @@
 pub mod flat;
 pub mod qdrant;
 
-use crate::embed;
+use crate::models;
 use anyhow::Context as _;
 use flat::Flat;
 use futures::TryStreamExt as _;
@@ -215,7 +215,7 @@ async fn load(pool: &SqlitePool, space: &Space) -> anyhow::Result<Flat> {
     while let Some((id, bytes, project, kind, session_id, occurred_at)) = rows.try_next().await? {
         flat.upsert(&Point {
             id,
-            vector: embed::from_bytes(&bytes),
+            vector: models::from_bytes(&bytes),
             project,
             kind,
             session_id,
@@ -290,7 +290,7 @@ impl VectorIndex for SqliteVec {
                     .await?;
                 sqlx::query(sqlx::AssertSqlSafe(insert.clone()))
                     .bind(point.id)
-                    .bind(embed::to_bytes(&point.vector))
+                    .bind(models::to_bytes(&point.vector))
                     .bind(&point.project)
                     .bind(&point.kind)
                     .bind(&point.session_id)
@@ -376,7 +376,7 @@ impl VectorIndex for SqliteVec {
             }
             sql.push_str(" ORDER BY distance");
             let mut statement = sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql))
-                .bind(embed::to_bytes(query))
+                .bind(models::to_bytes(query))
                 .bind(k as i64);
             for text in texts {
                 statement = statement.bind(text);
@@ -444,7 +444,7 @@ pub(crate) mod tests {
     use super::*;
 
     fn unit(v: &[f32]) -> Vec<f32> {
-        embed::normalise(v.to_vec())
+        models::normalise(v.to_vec())
     }
 
     #[tokio::test]

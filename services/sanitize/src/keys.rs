@@ -39,8 +39,7 @@
 
 use serde_json::Value;
 
-use crate::secrets::REDACTED_PREFIX;
-use crate::tags::PRIVATE_MARKER;
+use crate::{PRIVATE_MARKER, REDACTED_PREFIX};
 
 /// Words that make a key secret wherever they appear in it.
 #[rustfmt::skip]

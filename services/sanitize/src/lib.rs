@@ -35,10 +35,11 @@ mod shapes;
 mod tags;
 mod truncate;
 
-// Always compiled rather than behind a feature: a test-only feature would make test builds and
-// binary builds select different variants of this crate and everything above it, and the
-// end-to-end tests, which build the binaries, would then rebuild them while tests run.
-pub mod corpus;
+/// Every redaction starts with this, and no rule redacts text that contains it.
+pub(crate) const REDACTED_PREFIX: &str = "[REDACTED:";
+
+/// What replaces a private block, so readers can tell something was withheld.
+pub(crate) const PRIVATE_MARKER: &str = "[PRIVATE]";
 
 #[cfg(test)]
 mod tests;

@@ -20,14 +20,12 @@ use std::sync::{LazyLock, OnceLock};
 
 use regex::bytes::{Captures, Regex, RegexBuilder};
 
+use crate::REDACTED_PREFIX;
 use crate::assign;
 use crate::keys;
 use crate::parsers;
 use crate::scan::Scanner;
 use crate::shapes::{self, Class::*, MANY, Part::*, Shape};
-
-/// Every redaction starts with this, and no rule redacts text that contains it.
-pub(crate) const REDACTED_PREFIX: &str = "[REDACTED:";
 
 /// Decides what part of a regex match to redact, if any.
 type Accept = fn(&str, &Captures<'_>) -> Option<Range<usize>>;

@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use crate::PRIVATE_MARKER;
+
 /// Tag names whose whole block is dropped; hosts inject them and they are not the user's words.
 const SYSTEM_TAGS: &[&str] = &[
     "system-reminder",
@@ -15,9 +17,6 @@ const SYSTEM_TAGS: &[&str] = &[
 
 /// Tag name whose block the user asked never to be stored.
 const PRIVATE_TAGS: &[&str] = &["private"];
-
-/// What replaces a private block, so readers can tell something was withheld.
-pub(crate) const PRIVATE_MARKER: &str = "[PRIVATE]";
 
 /// Removes every system tag block; returns the text and how many blocks went.
 pub(crate) fn strip_system_tags(text: &str) -> (Cow<'_, str>, u32) {

@@ -1,3 +1,4 @@
+use sanitize_corpus as corpus;
 use serde_json::json;
 
 use super::*;

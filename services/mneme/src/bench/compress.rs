@@ -37,11 +37,11 @@ pub async fn compress() -> anyhow::Result<()> {
     let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default())?;
     let mut total = 0usize;
     for file in transcripts()? {
-        let replay = mneme_hook::transcript::claude_code_replay(&file)?;
+        let replay = hosts::claude_code::transcript::claude_code_replay(&file)?;
         let mut acks = Vec::new();
         for payload in &replay.payloads {
             let event =
-                mneme_hook::claude_code::normalise(payload.to_string().as_bytes(), &sanitizer);
+                hosts::claude_code::adapter::normalise(payload.to_string().as_bytes(), &sanitizer);
             let mut headers = async_nats::HeaderMap::new();
             headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
             acks.push(

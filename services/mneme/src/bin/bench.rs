@@ -45,7 +45,7 @@ async fn main() -> anyhow::Result<()> {
                 .map_or("claude-code", String::as_str);
             if agent == "all" {
                 let mut worst: f64 = 0.0;
-                for host in mneme_hook::hosts::HOSTS {
+                for host in hosts::HOSTS {
                     worst = worst.max(hook(host.name).await?);
                 }
                 println!("hook: agents=all worst_p99_ms={worst:.2}");
@@ -136,8 +136,13 @@ fn sorted(mut values: Vec<f64>) -> Vec<f64> {
 }
 
 /// The release hook binary next to this one, built first if needed.
+/// The hook measured: `MNEME_BENCH_HOOK_BIN` when set (another build, to compare with this
+/// one on the same machine and payloads), else this workspace's release build.
 fn hook_binary() -> anyhow::Result<PathBuf> {
-    release_binary("mneme-hook")
+    match std::env::var_os("MNEME_BENCH_HOOK_BIN") {
+        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+        _ => release_binary("mneme-hook"),
+    }
 }
 
 /// A release binary of the workspace next to this one, built first if needed.
@@ -354,7 +359,7 @@ fn bench_event(i: usize, session: usize) -> proto::Event {
     let stdout: String = (0..40)
         .map(|n| format!("test module::case_{n} ... ok\n"))
         .collect();
-    let now = common::now_ms();
+    let now = common::time::now_ms();
     proto::Event {
         schema_version: proto::SCHEMA_VERSION,
         id: proto::new_event_id(),

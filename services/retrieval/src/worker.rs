@@ -1,0 +1,275 @@
+//! Retrieval's background work: indexing what each feed of notices announces (ingest's stored
+//! observations and deletions, the compressor's rows, the pattern service's patterns), read by
+//! [`common::notices::Reader`], filling the in-memory full-text copy at start, and keeping the
+//! health detail level with the embedding progress.
+
+use crate::backfill::Vectors;
+use crate::lexical::Lexical;
+use crate::{SERVICE, derived, index};
+use async_nats::jetstream;
+use common::health::Counters;
+use common::notices::{Handled, Handler, Reader};
+use proto::{Message as _, subjects};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How long JetStream waits for retrieval to ack an indexing message before redelivering it.
+const ACK_WAIT: Duration = Duration::from_secs(30);
+/// Stored-observation notices indexed per transaction.
+const INDEX_BATCH: usize = 256;
+
+/// Fill the in-memory full-text copy; full-text search uses FTS5 until it is done.
+pub(crate) async fn load_lexical(pool: sqlx::SqlitePool, lexical: Arc<Lexical>) {
+    let started = std::time::Instant::now();
+    match index::load_lexical(&pool, &lexical).await {
+        Ok(items) => tracing::info!(
+            items,
+            bytes = lexical.size().1,
+            took_ms = started.elapsed().as_millis() as u64,
+            "in-memory full-text index loaded"
+        ),
+        Err(error) => {
+            tracing::warn!(error = %format!("{error:#}"), "in-memory full-text index not loaded; full-text search stays on FTS5")
+        }
+    }
+}
+
+/// Keep the health detail current with the embedding progress.
+pub(crate) async fn report_progress(
+    vectors: Arc<Vectors>,
+    pool: sqlx::SqlitePool,
+    counters: Arc<Counters>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        if let Ok((done, total)) = vectors.progress(&pool).await {
+            counters.set_detail(format!(
+                "hybrid: {} in {}, {done}/{total} items embedded",
+                vectors.space.model,
+                vectors.index.name()
+            ));
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    }
+}
+
+/// A stream of notices retrieval indexes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Feed {
+    /// What ingest stored (`mneme.ingest.stored`).
+    Observations,
+    /// What the compressor wrote (`mneme.compressor.written.>`).
+    Compressor,
+    /// What the pattern service found (`mneme.pattern.updated`).
+    Patterns,
+}
+
+/// One notice read: what it asks to index, and the span that follows its trace until the
+/// batch holding it is acked.
+struct Notice {
+    work: Work,
+    /// Held, not read: the span is open while the notice is indexed and ends when it is acked.
+    _span: tracing::Span,
+}
+
+/// What one notice asks to index.
+enum Work {
+    Observation(i64),
+    Derived(derived::Source),
+    /// Sessions ingest deleted: their items go, with anything indexed from a notice that was
+    /// still on its way when they were deleted.
+    Forget(Vec<String>),
+}
+
+impl Feed {
+    pub(crate) fn stream(self) -> &'static str {
+        match self {
+            Feed::Observations => subjects::INGEST_STREAM,
+            Feed::Compressor => subjects::COMPRESSOR_STREAM,
+            Feed::Patterns => subjects::PATTERN_STREAM,
+        }
+    }
+
+    fn subjects(self) -> &'static [&'static str] {
+        match self {
+            Feed::Observations => &[subjects::OBSERVATION_STORED, subjects::SESSIONS_DELETED],
+            Feed::Compressor => &[subjects::COMPRESSOR_WRITTEN_ALL],
+            Feed::Patterns => &[subjects::PATTERN_UPDATED],
+        }
+    }
+
+    /// The work a notice asks for, with the span that follows the notice's trace (its session,
+    /// and the event id when the notice names one).
+    fn decode(self, message: &jetstream::Message) -> Result<Notice, String> {
+        if self == Feed::Observations
+            && let Some(deleted) = observation::notices::deleted_sessions(message)
+        {
+            let (sessions, span) = deleted?;
+            return Ok(Notice {
+                work: Work::Forget(sessions),
+                _span: span,
+            });
+        }
+        let payload = message.payload.as_ref();
+        let (work, session_id, event_id) = match self {
+            Feed::Observations => proto::ObservationStored::decode(payload)
+                .map(|n| {
+                    (
+                        Work::Observation(n.observation_id),
+                        n.session_id,
+                        n.event_id,
+                    )
+                })
+                .map_err(|e| format!("not an ObservationStored: {e}"))?,
+            Feed::Compressor => {
+                let notice = proto::MemoryWritten::decode(payload)
+                    .map_err(|e| format!("not a MemoryWritten: {e}"))?;
+                let source = derived::Source::of_compressor(&notice.kind, notice.id)
+                    .ok_or_else(|| format!("unknown compressor kind {:?}", notice.kind))?;
+                (Work::Derived(source), notice.session_id, String::new())
+            }
+            Feed::Patterns => proto::PatternUpdated::decode(payload)
+                .map(|n| {
+                    let source = derived::Source::Pattern(n.pattern_id);
+                    (Work::Derived(source), n.session_id, String::new())
+                })
+                .map_err(|e| format!("not a PatternUpdated: {e}"))?,
+        };
+        let span = tracing::info_span!(
+            "retrieval.index",
+            subject = %message.subject,
+            session_id = %session_id,
+            event_id = tracing::field::Empty,
+        );
+        if !event_id.is_empty() {
+            span.record("event_id", event_id.as_str());
+        }
+        common::nats::continue_trace(&span, message.headers.as_ref());
+        Ok(Notice { work, _span: span })
+    }
+}
+
+/// Index the work of one batch of notices in order; returns the ids of items replaced.
+async fn index_batch(
+    pool: &sqlx::SqlitePool,
+    lexical: &Lexical,
+    notices: &[Notice],
+) -> anyhow::Result<Vec<i64>> {
+    let work = notices.iter().map(|n| &n.work);
+    let observations: Vec<i64> = work
+        .clone()
+        .filter_map(|w| match w {
+            Work::Observation(id) => Some(*id),
+            _ => None,
+        })
+        .collect();
+    index::index_observations(pool, lexical, &observations).await?;
+    let sources: Vec<derived::Source> = work
+        .clone()
+        .filter_map(|w| match w {
+            Work::Derived(source) => Some(*source),
+            _ => None,
+        })
+        .collect();
+    let mut replaced = Vec::new();
+    if !sources.is_empty() {
+        replaced = derived::index(pool, lexical, &sources).await?.0;
+    }
+    // Forgetting comes last: a notice of the batch may have been indexed above from rows read
+    // before the deletion.
+    let forgotten: Vec<String> = work
+        .filter_map(|w| match w {
+            Work::Forget(sessions) => Some(sessions.iter().cloned()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if !forgotten.is_empty() {
+        let removed = index::forget_sessions(pool, lexical, &forgotten).await?;
+        if !removed.is_empty() {
+            tracing::info!(
+                sessions = forgotten.len(),
+                items = removed.len(),
+                "forgot deleted sessions"
+            );
+        }
+        replaced.extend(removed);
+    }
+    Ok(replaced)
+}
+
+/// Index what a feed announces, as it is announced. A batch is indexed in one transaction and
+/// acked after it commits; a failure leaves it to be redelivered, however often it fails.
+pub(crate) async fn index_feed(
+    feed: Feed,
+    jetstream: jetstream::Context,
+    indexer: Indexer,
+    shutdown: CancellationToken,
+) {
+    // Each stream has its own consumers, so the one durable name serves every feed.
+    let description = format!("retrieval: index {}", feed.subjects().join(" and "));
+    let durable = common::streams::Durable {
+        stream: feed.stream(),
+        name: subjects::RETRIEVAL_CONSUMER,
+        description: &description,
+        filter_subjects: feed.subjects(),
+        ack_wait: ACK_WAIT,
+        batch: INDEX_BATCH,
+    };
+    let reader = match Reader::open(&jetstream, SERVICE, durable).await {
+        Ok(reader) => reader,
+        Err(error) => {
+            tracing::error!(error = %format!("{error:#}"), stream = feed.stream(), "cannot consume notices; indexing of this feed stopped");
+            return;
+        }
+    };
+    reader.run(&FeedIndexer { feed, indexer }, &shutdown).await;
+}
+
+/// What indexing writes to.
+#[derive(Clone)]
+pub(crate) struct Indexer {
+    pub pool: sqlx::SqlitePool,
+    pub lexical: Arc<Lexical>,
+    pub vectors: Option<Arc<Vectors>>,
+}
+
+/// One feed's notices, indexed.
+struct FeedIndexer {
+    feed: Feed,
+    indexer: Indexer,
+}
+
+impl Handler for FeedIndexer {
+    type Notice = Notice;
+
+    const WORK: &'static str = "indexing";
+
+    fn decode(&self, message: &jetstream::Message) -> Result<Notice, String> {
+        self.feed.decode(message)
+    }
+
+    async fn handle(&self, notices: &[Notice]) -> anyhow::Result<Handled> {
+        let Indexer {
+            pool,
+            lexical,
+            vectors,
+        } = &self.indexer;
+        let replaced = index_batch(pool, lexical, notices).await?;
+        if let Some(vectors) = vectors {
+            if !replaced.is_empty()
+                && let Err(error) = vectors.index.delete(&vectors.space, &replaced).await
+            {
+                // A stale vector points at an id that no longer exists, which search skips; it
+                // costs space, not correctness.
+                tracing::warn!(error = %format!("{error:#}"), "could not delete replaced vectors");
+            }
+            vectors.wake.notify_one();
+        }
+        Ok(Handled::Ack)
+    }
+}
