@@ -170,3 +170,47 @@ pub async fn dead_letter(
         tracing::warn!(%error, "ack of a dead letter failed");
     }
 }
+
+/// One notice a service announces on a stream: the subject, the id JetStream deduplicates on,
+/// the span whose trace it continues (`None`: the current one) and the encoded message.
+pub struct Announcement {
+    pub subject: String,
+    pub id: String,
+    pub span: Option<tracing::Span>,
+    pub payload: bytes::Bytes,
+}
+
+/// Publish every announcement, then wait for every acknowledgement; `false` as soon as one is
+/// not published or not acknowledged. A caller that gets `false` gives its batch back: the
+/// announcements repeat with the same ids, which JetStream drops as duplicates.
+pub async fn announce(jetstream: &jetstream::Context, announcements: Vec<Announcement>) -> bool {
+    let mut acks = Vec::new();
+    for announcement in announcements {
+        let mut headers = async_nats::HeaderMap::new();
+        announcement
+            .span
+            .unwrap_or_else(tracing::Span::current)
+            .in_scope(|| crate::nats::inject_trace(&mut headers));
+        headers.insert(
+            async_nats::header::NATS_MESSAGE_ID,
+            announcement.id.as_str(),
+        );
+        match jetstream
+            .publish_with_headers(announcement.subject, headers, announcement.payload)
+            .await
+        {
+            Ok(ack) => acks.push(ack),
+            Err(error) => {
+                tracing::warn!(%error, "announcing failed");
+                return false;
+            }
+        }
+    }
+    for ack in acks {
+        if let Err(error) = ack.await {
+            tracing::warn!(%error, "announcement not acknowledged");
+            return false;
+        }
+    }
+    true
+}

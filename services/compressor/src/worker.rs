@@ -143,37 +143,16 @@ impl Worker {
         written: &[Written],
         span_of: impl Fn(&Written) -> Option<tracing::Span>,
     ) -> bool {
-        let mut acks = Vec::with_capacity(written.len());
-        for w in written {
-            let mut headers = async_nats::HeaderMap::new();
-            let span = span_of(w).unwrap_or_else(tracing::Span::current);
-            span.in_scope(|| common::nats::inject_trace(&mut headers));
-            let id = format!("compressor-{}-{}-{}", w.kind, w.id, w.revision);
-            headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
-            let notice = notice(w);
-            match self
-                .jetstream
-                .publish_with_headers(
-                    subjects::compressor_written_subject(w.kind),
-                    headers,
-                    notice.encode_to_vec().into(),
-                )
-                .await
-            {
-                Ok(ack) => acks.push(ack),
-                Err(error) => {
-                    tracing::warn!(%error, "announcing failed");
-                    return false;
-                }
-            }
-        }
-        for ack in acks {
-            if let Err(error) = ack.await {
-                tracing::warn!(%error, "announcement not acknowledged");
-                return false;
-            }
-        }
-        true
+        let announcements = written
+            .iter()
+            .map(|w| common::streams::Announcement {
+                subject: subjects::compressor_written_subject(w.kind),
+                id: format!("compressor-{}-{}-{}", w.kind, w.id, w.revision),
+                span: span_of(w),
+                payload: notice(w).encode_to_vec().into(),
+            })
+            .collect();
+        common::streams::announce(&self.jetstream, announcements).await
     }
 
     /// Let the LLM compressor rewrite new summaries and checkpoints in the background; the

@@ -92,44 +92,25 @@ impl Handler for Notices {
 
 /// Publish a notice for each changed pattern; `false` when one was not acknowledged.
 async fn announce(jetstream: &jetstream::Context, updated: &[Updated], walks: &Walks) -> bool {
-    let mut acks = Vec::with_capacity(updated.len());
-    for u in updated {
-        let mut headers = async_nats::HeaderMap::new();
-        if let Some(span) = walks.span(&u.session_id) {
-            span.in_scope(|| common::nats::inject_trace(&mut headers));
-        }
-        let id = format!("pattern-{}-{}", u.id, u.revision);
-        headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
-        let notice = proto::PatternUpdated {
-            pattern_id: u.id,
-            kind: u.kind.clone(),
-            hash: u.hash.clone(),
-            project: u.project.clone(),
-            session_id: u.session_id.clone(),
-            occurrences: u.occurrences,
-            revision: u.revision,
-            last_seen_at_ms: u.last_seen_at,
-        };
-        match jetstream
-            .publish_with_headers(
-                subjects::PATTERN_UPDATED,
-                headers,
-                notice.encode_to_vec().into(),
-            )
-            .await
-        {
-            Ok(ack) => acks.push(ack),
-            Err(error) => {
-                tracing::warn!(%error, "announcing failed");
-                return false;
+    let announcements = updated
+        .iter()
+        .map(|u| common::streams::Announcement {
+            subject: subjects::PATTERN_UPDATED.to_owned(),
+            id: format!("pattern-{}-{}", u.id, u.revision),
+            span: walks.span(&u.session_id).cloned(),
+            payload: proto::PatternUpdated {
+                pattern_id: u.id,
+                kind: u.kind.clone(),
+                hash: u.hash.clone(),
+                project: u.project.clone(),
+                session_id: u.session_id.clone(),
+                occurrences: u.occurrences,
+                revision: u.revision,
+                last_seen_at_ms: u.last_seen_at,
             }
-        }
-    }
-    for ack in acks {
-        if let Err(error) = ack.await {
-            tracing::warn!(%error, "announcement not acknowledged");
-            return false;
-        }
-    }
-    true
+            .encode_to_vec()
+            .into(),
+        })
+        .collect();
+    common::streams::announce(jetstream, announcements).await
 }
