@@ -45,7 +45,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 /// Where the api listens unless told otherwise: loopback, on a port of its own.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7437";
@@ -197,15 +196,10 @@ pub async fn ask<R: proto::Message + Default>(
     subject: &str,
     request: &impl proto::Message,
 ) -> ApiResult<R> {
-    // The request has a span of its own, so the service's answer joins a trace even when
-    // no span is open around this call.
-    let span = tracing::info_span!("api.ask", subject);
-    common::nats::request(nats, subject, request, ASK_TIMEOUT)
-        .instrument(span)
+    common::nats::ask_service(nats, "api", service, subject, request, ASK_TIMEOUT)
         .await
         .map_err(|error| match error {
             common::nats::AskError::Request(error) => {
-                tracing::warn!(%error, service, subject, "request failed");
                 ApiError::unavailable(common::nats::unanswered(service, &error))
             }
             unreadable => ApiError::internal(&format!("reading {service}'s reply"), unreadable),

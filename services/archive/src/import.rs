@@ -11,7 +11,6 @@ use crate::format::{CollectionLine, FORMAT, ItemLine, Line, ObservationLine, Ses
 use proto::{Message as _, subjects};
 use serde::Serialize;
 use std::time::Duration;
-use tracing::Instrument as _;
 
 /// Rows sent to an owner per import request.
 const BATCH_ROWS: usize = 200;
@@ -77,20 +76,17 @@ pub struct Imported {
     pub skipped: u64,
 }
 
-/// Ask one owner over NATS, in a span of its own so its answer joins the caller's trace.
+/// Ask one owner over NATS; its answer joins the caller's trace.
 async fn ask<R: proto::Message + Default>(
     nats: &async_nats::Client,
     service: &'static str,
     subject: &str,
     request: &impl proto::Message,
 ) -> Result<R> {
-    let span = tracing::info_span!("archive.ask", subject);
-    common::nats::request(nats, subject, request, ASK_TIMEOUT)
-        .instrument(span)
+    common::nats::ask_service(nats, "archive", service, subject, request, ASK_TIMEOUT)
         .await
         .map_err(|error| match error {
             common::nats::AskError::Request(error) => {
-                tracing::warn!(%error, service, subject, "request failed");
                 ImportError::Unavailable(common::nats::unanswered(service, &error))
             }
             source @ common::nats::AskError::Unreadable(_) => {

@@ -168,6 +168,28 @@ pub async fn request<R: proto::Message + Default>(
     R::decode(reply.payload).map_err(|error| AskError::Unreadable(Box::new(error)))
 }
 
+/// [`request`] in a span of its own (`<caller>.ask`, with the subject), so the responder's
+/// handling joins a trace even when no span is open around the call; a request that gets no
+/// answer is logged with the service that should have given it.
+pub async fn ask_service<R: proto::Message + Default>(
+    client: &async_nats::Client,
+    caller: &'static str,
+    service: &str,
+    subject: &str,
+    message: &impl proto::Message,
+    timeout: Duration,
+) -> Result<R, AskError> {
+    use tracing::Instrument as _;
+    let span = tracing::info_span!("ask", caller, service, subject);
+    let result = request(client, subject, message, timeout)
+        .instrument(span)
+        .await;
+    if let Err(AskError::Request(error)) = &result {
+        tracing::warn!(%error, caller, service, subject, "request failed");
+    }
+    result
+}
+
 /// Connect with `args` and ask once, for a command that may run while no service does: `None`
 /// when NATS cannot be reached within a second, or no reply comes within `timeout`.
 pub async fn ask<R: proto::Message + Default>(
