@@ -400,3 +400,65 @@ fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
         "the local nats-server is still running"
     );
 }
+
+/// A taken port stops `mneme up` before it claims to be up, with a message naming the port,
+/// the setting that moves it and what holds it, and no stack trace.
+#[test]
+fn mneme_up_with_its_port_taken_says_which_and_what_to_do() {
+    let home = tempfile::tempdir().unwrap();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let free_nats_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let run = |api: u16, nats: u16| {
+        std::process::Command::new(crate::harness::binary("mneme"))
+            .arg("up")
+            .env_remove("MNEME_NATS_URL")
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
+            .env("MNEME_HOME", home.path())
+            .env("MNEME_NATS_PORT", nats.to_string())
+            .env("MNEME_API_ADDR", format!("127.0.0.1:{api}"))
+            .output()
+            .unwrap()
+    };
+
+    // The api's port.
+    let output = run(port, free_nats_port);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(!stdout.contains("mneme is up"), "{stdout}");
+    assert!(
+        stderr.contains(&format!("port {port} on 127.0.0.1 is taken")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("MNEME_API_ADDR"), "{stderr}");
+    // This test process holds the port, and the message says so.
+    assert!(
+        stderr.contains(&format!("pid {}", std::process::id())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Stack backtrace"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // The local nats-server's port.
+    let free_api_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = run(free_api_port, port);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!("port {port} on 127.0.0.1 is taken")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("MNEME_NATS_PORT"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("mneme is up"));
+    drop(held);
+}

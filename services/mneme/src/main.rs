@@ -16,6 +16,7 @@ mod import;
 mod memory;
 mod nats_key;
 mod nats_server;
+mod ports;
 mod serve;
 mod status;
 mod up;
@@ -90,9 +91,28 @@ enum Command {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    match run(cli.command).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // A person reads this: the error and its causes on one line. The debug form, with
+            // a backtrace when one was captured, only when a backtrace was asked for.
+            let wants_trace = ["RUST_BACKTRACE", "RUST_LIB_BACKTRACE"]
+                .iter()
+                .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty() && v != "0"));
+            if wants_trace {
+                eprintln!("error: {error:?}");
+            } else {
+                eprintln!("error: {error:#}");
+            }
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Up(args) => up::run(*args).await,
         Command::Serve { service } => serve::run(*service).await,
         Command::Status {

@@ -52,8 +52,12 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
 
     let url_configured = std::env::var_os("MNEME_NATS_URL").is_some_and(|v| !v.is_empty())
         || common.nats_url != proto::defaults::NATS_URL;
+    // The api's port is claimed before anything starts, so a taken port stops `up` with a
+    // message saying what to do, before the banner and before a server is started for nothing.
+    let listener = crate::ports::bind_api(api_args.addr).await?;
     let mut local = None;
     if !url_configured {
+        crate::ports::check_nats(nats_port)?;
         let Some(binary) = nats_server::find(nats_server.as_deref()) else {
             anyhow::bail!("{}", nats_server::INSTALL_HINT);
         };
@@ -86,7 +90,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         retrieval::run(common.clone(), retrieval_args, shutdown.clone()),
         compressor::run(common.clone(), compressor_args, shutdown.clone()),
         pattern::run(common.clone(), pattern_args, shutdown.clone()),
-        api::run(common.clone(), api_args, shutdown.clone()),
+        api::serve(common.clone(), api_args, listener, shutdown.clone()),
     );
     // Whichever way the services ended, the others must stop too.
     shutdown.cancel();
