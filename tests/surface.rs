@@ -462,3 +462,42 @@ fn mneme_up_with_its_port_taken_says_which_and_what_to_do() {
     assert!(!String::from_utf8_lossy(&output.stdout).contains("mneme is up"));
     drop(held);
 }
+
+/// `--version` names the commit the binary was built from, and the completion scripts and the
+/// manual page come from the same command definitions, every subcommand included.
+#[test]
+fn version_names_the_commit_and_completions_and_man_page_cover_the_commands() {
+    let mneme = crate::harness::binary("mneme");
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(&mneme)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "mneme {args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "unknown".to_owned());
+    assert_eq!(
+        run(&["--version"]).trim(),
+        format!("mneme {} (commit {commit})", env!("CARGO_PKG_VERSION"))
+    );
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = run(&["completions", shell]);
+        for command in ["up", "search", "hooks", "import", "completions"] {
+            assert!(
+                script.contains(command),
+                "{shell} completion lacks {command}"
+            );
+        }
+    }
+    let page = run(&["man"]);
+    assert!(page.contains(".TH mneme 1"), "{page}");
+    assert!(page.contains("Persistent memory for AI coding agents"));
+}

@@ -24,10 +24,19 @@ mod up;
 use clap::{Parser, Subcommand};
 use common::CommonArgs;
 
+/// The version and the commit it was built from (`build.rs`), so a report names exactly what
+/// ran.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("MNEME_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mneme",
-    version,
+    version = VERSION,
     about = "Persistent memory for AI coding agents"
 )]
 struct Cli {
@@ -39,6 +48,14 @@ struct Cli {
 enum Command {
     /// Run every service in this process until interrupted.
     Up(Box<up::UpArgs>),
+    /// Print a completion script for SHELL (for example `mneme completions bash >
+    /// ~/.local/share/bash-completion/completions/mneme`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; `mneme man | man -l -`).
+    Man,
     /// Run one service in this process until interrupted (what the container image runs).
     Serve {
         #[command(subcommand)]
@@ -114,6 +131,17 @@ async fn main() -> std::process::ExitCode {
 async fn run(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Up(args) => up::run(*args).await,
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "mneme", &mut script);
+            print_all(&script)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut page)?;
+            print_all(&page)
+        }
         Command::Serve { service } => serve::run(*service).await,
         Command::Status {
             common,
@@ -142,5 +170,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Import(args) => import::run(args).await,
         Command::Sessions(args) => import::sessions(args).await,
         Command::NatsKey { out } => nats_key::run(&out),
+    }
+}
+
+/// Write generated text to stdout whole; a reader that closes the pipe early (`| head`) has
+/// what it wanted, and that is not an error.
+fn print_all(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error.into()),
+        _ => Ok(()),
     }
 }
