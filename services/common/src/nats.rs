@@ -168,7 +168,7 @@ pub async fn request<R: proto::Message + Default>(
     R::decode(reply.payload).map_err(|error| AskError::Unreadable(Box::new(error)))
 }
 
-/// [`request`] in a span of its own (`<caller>.ask`, with the subject), so the responder's
+/// [`request`] in a span of its own (`ask`, with the caller, the service and the subject), so the responder's
 /// handling joins a trace even when no span is open around the call; a request that gets no
 /// answer is logged with the service that should have given it.
 pub async fn ask_service<R: proto::Message + Default>(

@@ -172,7 +172,8 @@ pub async fn dead_letter(
 }
 
 /// One notice a service announces on a stream: the subject, the id JetStream deduplicates on,
-/// the span whose trace it continues (`None`: the current one) and the encoded message.
+/// the span whose trace it continues (`None`: it carries no trace context) and the encoded
+/// message.
 pub struct Announcement {
     pub subject: String,
     pub id: String,
@@ -187,10 +188,9 @@ pub async fn announce(jetstream: &jetstream::Context, announcements: Vec<Announc
     let mut acks = Vec::new();
     for announcement in announcements {
         let mut headers = async_nats::HeaderMap::new();
-        announcement
-            .span
-            .unwrap_or_else(tracing::Span::current)
-            .in_scope(|| crate::nats::inject_trace(&mut headers));
+        if let Some(span) = &announcement.span {
+            span.in_scope(|| crate::nats::inject_trace(&mut headers));
+        }
         headers.insert(
             async_nats::header::NATS_MESSAGE_ID,
             announcement.id.as_str(),

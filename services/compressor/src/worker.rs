@@ -148,7 +148,7 @@ impl Worker {
             .map(|w| common::streams::Announcement {
                 subject: subjects::compressor_written_subject(w.kind),
                 id: format!("compressor-{}-{}-{}", w.kind, w.id, w.revision),
-                span: span_of(w),
+                span: Some(span_of(w).unwrap_or_else(tracing::Span::current)),
                 payload: notice(w).encode_to_vec().into(),
             })
             .collect();

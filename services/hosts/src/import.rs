@@ -158,17 +158,12 @@ impl Builder {
 
 /// The home directory, or an empty path when `HOME` is unset.
 pub fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default()
+    crate::paths::home().unwrap_or_default()
 }
 
 /// The directory an environment variable names, else `default` under the home directory.
 pub fn env_dir(var: &str, default: &str) -> PathBuf {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home().join(default))
+    crate::paths::env_dir(var).unwrap_or_else(|| home().join(default))
 }
 
 /// `root` itself when it is a file, or every file under it accepted by `keep`, sorted.

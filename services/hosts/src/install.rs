@@ -706,18 +706,7 @@ pub fn uninstall_mcp(install: &Install, path: &Path) -> Result<InstallReport> {
 
 /// The user's home directory (`HOME`, or `USERPROFILE` on Windows).
 pub fn home() -> Result<PathBuf> {
-    std::env::var_os("HOME")
-        .or_else(|| std::env::var_os("USERPROFILE"))
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .context("HOME is not set")
-}
-
-/// A directory named by an environment variable; an empty value counts as unset.
-pub fn env_dir(var: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    crate::paths::home().context("HOME is not set")
 }
 
 /// The project directory, made absolute.

@@ -22,6 +22,8 @@ pub mod edit;
 pub mod import;
 #[cfg(feature = "install")]
 pub mod install;
+#[cfg(any(feature = "install", feature = "import"))]
+pub mod paths;
 
 pub mod claude_code;
 pub mod codex;
@@ -67,6 +69,7 @@ registry!(claude_code, kimi, codex, cursor, kiro, gemini);
 
 impl Host {
     /// This host's place in [`HOSTS`].
+    #[cfg(any(feature = "install", feature = "import"))]
     fn index(&self) -> usize {
         HOSTS
             .iter()

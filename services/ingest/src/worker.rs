@@ -305,41 +305,26 @@ impl Worker {
 
     /// Publish notifications (deduplicated by JetStream, so a redelivery is harmless), then ack.
     async fn finish(&self, messages: &[jetstream::Message], emits: Vec<Emit>) {
-        let mut acks = Vec::with_capacity(emits.len());
-        for emit in emits {
-            let mut headers = async_nats::HeaderMap::new();
-            let (subject, msg_id, payload) = match emit {
-                Emit::Stored(stored, span) => {
-                    span.in_scope(|| common::nats::inject_trace(&mut headers));
-                    (
-                        subjects::OBSERVATION_STORED.to_owned(),
-                        format!("stored-{}", stored.event_id),
-                        stored.encode_to_vec(),
-                    )
-                }
-                Emit::Dead(letter) => {
-                    let id = format!("dlq-{}-{}-{}", SERVICE, letter.event_id, letter.subject);
-                    (subjects::dlq_subject(SERVICE), id, letter.encode_to_vec())
-                }
-            };
-            headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
-            match self
-                .jetstream
-                .publish_with_headers(subject, headers, payload.into())
-                .await
-            {
-                Ok(ack) => acks.push(ack),
-                Err(error) => {
-                    tracing::warn!(%error, "emitting failed; the batch will be redelivered");
-                    return self.nak(messages).await;
-                }
-            }
-        }
-        for ack in acks {
-            if let Err(error) = ack.await {
-                tracing::warn!(%error, "emit not acknowledged; the batch will be redelivered");
-                return self.nak(messages).await;
-            }
+        let announcements = emits
+            .into_iter()
+            .map(|emit| match emit {
+                Emit::Stored(stored, span) => common::streams::Announcement {
+                    subject: subjects::OBSERVATION_STORED.to_owned(),
+                    id: format!("stored-{}", stored.event_id),
+                    span: Some(span),
+                    payload: stored.encode_to_vec().into(),
+                },
+                Emit::Dead(letter) => common::streams::Announcement {
+                    subject: subjects::dlq_subject(SERVICE),
+                    id: format!("dlq-{}-{}-{}", SERVICE, letter.event_id, letter.subject),
+                    span: None,
+                    payload: letter.encode_to_vec().into(),
+                },
+            })
+            .collect();
+        if !common::streams::announce(&self.jetstream, announcements).await {
+            tracing::warn!("the batch will be redelivered");
+            return self.nak(messages).await;
         }
         for message in messages {
             if let Err(error) = message.ack().await {

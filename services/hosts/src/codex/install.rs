@@ -8,9 +8,8 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use crate::edit::edit_toml;
-use crate::install::{
-    EventSpec, Flavor, Install, InstallReport, Mcp, Scope, env_dir, event, home, project,
-};
+use crate::install::{EventSpec, Flavor, Install, InstallReport, Mcp, Scope, event, home, project};
+use crate::paths::env_dir;
 
 /// How mneme is installed into Codex.
 pub const INSTALL: Install = Install {

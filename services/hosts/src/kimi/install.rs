@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 
 use crate::edit::{edit_toml, parse_toml};
-use crate::install::{Install, Mcp, Scope, env_dir, home, hook_command, is_mneme_command, project};
+use crate::install::{Install, Mcp, Scope, home, hook_command, is_mneme_command, project};
+use crate::paths::env_dir;
 
 /// How mneme is installed into Kimi Code.
 pub const INSTALL: Install = Install {
