@@ -3,7 +3,7 @@
 #
 #   nats                               nats-server with /etc/mneme/$MNEME_NATS_CONFIG
 #   ingest|retrieval|compressor|pattern  that service, holding its store lock (below)
-#   api                                the HTTP api and dashboard
+#   api                                the HTTP api and dashboard (token: `mneme token`)
 #   healthcheck <name>                 exit 0 when <name> (nats, api or a service) is healthy
 #   anything else                      run as given (`mneme status`, `mneme-hook …`, `sh`)
 #
@@ -11,17 +11,18 @@
 set -eu
 
 # Each service that writes the store keeps an exclusive lock beside the database for as long as
-# it runs. A second box started on the same volume (another compose project, a `docker run`)
-# finds the lock taken and refuses to start, instead of a second writer consuming a different
-# NATS stream into the same tables. The kernel drops the lock when the process dies, so a crash
-# or `docker kill` never leaves a stale one behind.
-hold_store_lock() {
+# it runs (the service takes it itself, `store::Store::hold_writer`). A second box started on
+# the same volume (another compose project, a `docker run`) finds the lock taken and refuses to
+# start, instead of a second writer consuming a different NATS stream into the same tables. The
+# kernel drops the lock when the process dies, so a crash or `docker kill` never leaves a stale
+# one behind. Here it is only tried and let go at once, so a second box stops before it loads
+# anything, with this message and exit 75; holding it across exec would make the service find
+# its own lock taken.
+check_store_lock() {
     db="${MNEME_DB:-${MNEME_HOME:-/data}/mneme.db}"
     lock="$db.$1.lock"
     mkdir -p "$(dirname "$lock")"
-    # Descriptor 9 stays open across exec, and with it the lock.
-    exec 9>>"$lock"
-    if ! flock --nonblock 9; then
+    if ! flock --nonblock "$lock" true; then
         echo "mneme-$1: refusing to start: another mneme-$1 holds $lock, so a second box is using this store" >&2
         exit 75
     fi
@@ -80,7 +81,7 @@ nats)
 ingest | retrieval | compressor | pattern)
     shift
     use_mounted_nkey "$command"
-    hold_store_lock "$command"
+    check_store_lock "$command"
     exec mneme serve "$command" "$@"
     ;;
 api)

@@ -6,7 +6,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-const TOKEN: &str = "test-token-0123456789";
+const TOKEN: &str = "e2e-token-5d8c1f0b7a93";
 
 fn with_token() -> api::ApiArgs {
     api::ApiArgs {
@@ -531,8 +531,9 @@ async fn api_without_a_token_refuses_writes_and_rate_limits() {
                 json!({"session_id": "s", "kind": "prompt", "text": "x"}),
             )
             .await,
-        StatusCode::FORBIDDEN,
-        "token_required",
+        // No token configured: the api generated its own, which no client has been told yet.
+        StatusCode::UNAUTHORIZED,
+        "invalid_token",
     );
     // Health probes are never limited; everything else is, per client.
     for _ in 0..10 {
@@ -557,6 +558,7 @@ async fn api_without_a_token_refuses_writes_and_rate_limits() {
 async fn api_beyond_loopback_needs_the_token_for_everything() {
     let refused = api::ApiArgs {
         addr: "0.0.0.0:7437".parse().unwrap(),
+        token: Some("change-me-to-a-long-random-token".to_owned()),
         ..Default::default()
     };
     let error = refused.check().unwrap_err().to_string();
@@ -1180,7 +1182,13 @@ async fn the_command_line_exports_and_imports_what_the_api_does() {
     assert_eq!(written.matches("\"type\":\"collection\"").count(), 2);
 
     let fresh = App::start_core().await;
-    let out = fresh.mneme(&["import", "mneme", "--path", file.to_str().unwrap()]);
+    let out = fresh.mneme(&[
+        "import",
+        "mneme",
+        "--no-wait",
+        "--path",
+        file.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -1193,7 +1201,13 @@ async fn the_command_line_exports_and_imports_what_the_api_does() {
     for sql in [SESSION_ROWS, OBSERVATION_ROWS, ITEM_ROWS, COLLECTION_ROWS] {
         assert_eq!(rows(&fresh, sql).await, rows(&source, sql).await, "{sql}");
     }
-    let again = fresh.mneme(&["import", "mneme", "--path", file.to_str().unwrap()]);
+    let again = fresh.mneme(&[
+        "import",
+        "mneme",
+        "--no-wait",
+        "--path",
+        file.to_str().unwrap(),
+    ]);
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(
         (
@@ -1213,7 +1227,13 @@ async fn the_command_line_exports_and_imports_what_the_api_does() {
     let mut busy = App::start_core().await;
     let busy_http = Http::new(&busy.start_api(with_token()).await);
     seed(&busy, &busy_http, "own-1").await;
-    let out = busy.mneme(&["import", "mneme", "--path", file.to_str().unwrap()]);
+    let out = busy.mneme(&[
+        "import",
+        "mneme",
+        "--no-wait",
+        "--path",
+        file.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -1236,7 +1256,13 @@ async fn the_command_line_exports_and_imports_what_the_api_does() {
         format!("{}\nnot json\n", written.lines().next().unwrap()),
     )
     .unwrap();
-    let out = fresh.mneme(&["import", "mneme", "--path", bad.to_str().unwrap()]);
+    let out = fresh.mneme(&[
+        "import",
+        "mneme",
+        "--no-wait",
+        "--path",
+        bad.to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -1405,4 +1431,306 @@ async fn retention_archives_idle_sessions_then_deletes_them_from_memory() {
         "{again}"
     );
     app.stop_services().await;
+}
+
+/// One write: a prompt through `POST /v1/events`, with `token` when given.
+async fn write_with(http: &Http, token: Option<&str>) -> (StatusCode, Value) {
+    http.send(
+        reqwest::Method::POST,
+        "/v1/events",
+        token,
+        Some(json!({"session_id": "token-test", "kind": "prompt", "text": "a prompt"})),
+    )
+    .await
+}
+
+/// `mneme` with the app's environment and none of the caller's api token.
+fn mneme_token(app: &App, args: &[&str], setting: Option<&str>) -> std::process::Output {
+    let mut command = std::process::Command::new(crate::harness::binary("mneme"));
+    command
+        .args(args)
+        .envs(app.env())
+        .env_remove("MNEME_API_TOKEN");
+    if let Some(token) = setting {
+        command.env("MNEME_API_TOKEN", token);
+    }
+    command.output().unwrap()
+}
+
+fn file_mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// With no `MNEME_API_TOKEN`, the api writes a token file only its owner can read and answers
+/// writes and MCP to that token only; `mneme token` prints it, `mneme token rotate` replaces it,
+/// and the running api refuses the old one and takes the new one without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_generates_its_token_and_takes_a_rotated_one_without_a_restart() {
+    let mut app = App::start_core().await;
+    let path = app.home.path().join("api-token");
+    assert!(!path.exists());
+    let base = app.start_api(api::ApiArgs::default()).await;
+    let first = std::fs::read_to_string(&path).unwrap().trim().to_owned();
+    assert_eq!(file_mode(&path), 0o600);
+    assert_eq!(first.len(), 43, "{first}");
+    assert!(api::security::check_strength(&first).is_ok());
+    let http = Http::new(&base);
+
+    assert_error(
+        &write_with(&http, None).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    assert_error(
+        &write_with(&http, Some(TOKEN)).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_token",
+    );
+    let (status, body) = write_with(&http, Some(&first)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    // Reads on loopback stay open; MCP over HTTP, which can save memories, does not.
+    assert_eq!(http.get("/v1/stats").await.0, StatusCode::OK);
+    let mcp = http
+        .client
+        .post(format!("{base}/mcp"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mcp.status(), StatusCode::UNAUTHORIZED);
+
+    // `mneme token` prints the token the api uses, and says where it came from.
+    let printed = mneme_token(&app, &["token"], None);
+    assert!(printed.status.success(), "{printed:?}");
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), first);
+    let said = String::from_utf8_lossy(&printed.stderr);
+    assert!(said.contains(&path.display().to_string()), "{said}");
+
+    // Rotation: a new token in the file, still readable by its owner only.
+    let rotated = mneme_token(&app, &["token", "rotate"], None);
+    assert!(rotated.status.success(), "{rotated:?}");
+    let second = String::from_utf8_lossy(&rotated.stdout).trim().to_owned();
+    assert_ne!(second, first);
+    assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), second);
+    assert_eq!(file_mode(&path), 0o600);
+    let printed = mneme_token(&app, &["token"], None);
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), second);
+
+    // The running api looks at the file at most once a second: within a few, the old token is
+    // refused and the new one accepted.
+    let refused = crate::harness::wait_until(Duration::from_secs(10), || async {
+        write_with(&http, Some(&first)).await.0 == StatusCode::UNAUTHORIZED
+    })
+    .await;
+    assert!(
+        refused.is_ok(),
+        "the api still accepts the rotated-out token"
+    );
+    assert_error(
+        &write_with(&http, Some(&first)).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_token",
+    );
+    let (status, body) = write_with(&http, Some(&second)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+
+    // A file made useless by hand (a placeholder) is not taken: the token in force stays.
+    std::fs::write(&path, "change-me-to-a-long-random-token\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, body) = write_with(&http, Some(&second)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_error(
+        &write_with(&http, Some("change-me-to-a-long-random-token")).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_token",
+    );
+    let printed = mneme_token(&app, &["token"], None);
+    assert!(!printed.status.success());
+    let said = String::from_utf8_lossy(&printed.stderr);
+    assert!(said.contains("placeholder"), "{said}");
+    app.stop_services().await;
+}
+
+/// `MNEME_API_TOKEN` wins over the token file, for the api and for `mneme token`, which then
+/// refuses to rotate the file; a placeholder or short token stops the api at start with the
+/// reason, the way the container runs it (`mneme serve api`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_token_setting_wins_over_the_file_and_placeholders_stop_the_api() {
+    const SETTING: &str = "setting-token-4f1c9a7e2b";
+    let mut app = App::start_core().await;
+    let path = app.home.path().join("api-token");
+    // A token file from an earlier run (`mneme token` makes one when there is none).
+    let made = mneme_token(&app, &["token"], None);
+    assert!(made.status.success(), "{made:?}");
+    let file = String::from_utf8_lossy(&made.stdout).trim().to_owned();
+    assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), file);
+    assert!(String::from_utf8_lossy(&made.stderr).contains("generated"));
+
+    let base = app
+        .start_api(api::ApiArgs {
+            token: Some(SETTING.to_owned()),
+            ..Default::default()
+        })
+        .await;
+    let http = Http::new(&base);
+    assert_error(
+        &write_with(&http, Some(&file)).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_token",
+    );
+    let (status, body) = write_with(&http, Some(SETTING)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+
+    let printed = mneme_token(&app, &["token"], Some(SETTING));
+    assert!(printed.status.success(), "{printed:?}");
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), SETTING);
+    let said = String::from_utf8_lossy(&printed.stderr);
+    assert!(said.contains("MNEME_API_TOKEN"), "{said}");
+    let rotate = mneme_token(&app, &["token", "rotate"], Some(SETTING));
+    assert!(!rotate.status.success());
+    let said = String::from_utf8_lossy(&rotate.stderr);
+    assert!(said.contains("MNEME_API_TOKEN is set"), "{said}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), file);
+    // An empty setting is no setting, as compose passes an unset variable on.
+    let printed = mneme_token(&app, &["token"], Some(""));
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).trim(), file);
+
+    // The file changing does not matter while the setting is in force.
+    let rotated = mneme_token(&app, &["token", "rotate"], None);
+    let new_file = String::from_utf8_lossy(&rotated.stdout).trim().to_owned();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_error(
+        &write_with(&http, Some(&new_file)).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_token",
+    );
+    assert_eq!(
+        write_with(&http, Some(SETTING)).await.0,
+        StatusCode::ACCEPTED
+    );
+
+    // Refused at start, before the api listens or reaches NATS.
+    for (token, reason) in [
+        (
+            "change-me-to-a-long-random-token",
+            "MNEME_API_TOKEN is a placeholder",
+        ),
+        ("secret-password-token", "MNEME_API_TOKEN is a placeholder"),
+        (
+            "xxxxxxxxxxxxxxxxxxxxxxxx",
+            "MNEME_API_TOKEN is a placeholder",
+        ),
+        (
+            "short-token",
+            "MNEME_API_TOKEN must be at least 16 characters",
+        ),
+    ] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let error = api::serve(
+            app.common.clone(),
+            api::ApiArgs {
+                token: Some(token.to_owned()),
+                ..Default::default()
+            },
+            listener,
+            app.shutdown.clone(),
+        )
+        .await
+        .unwrap_err();
+        let error = format!("{error:#}");
+        assert!(error.contains(reason), "{token}: {error}");
+
+        let served = std::process::Command::new(crate::harness::binary("mneme"))
+            .args(["serve", "api"])
+            .envs(app.env())
+            .env("MNEME_API_ADDR", "127.0.0.1:0")
+            .env("MNEME_API_TOKEN", token)
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        assert!(!served.status.success(), "{token} was accepted");
+        let said = String::from_utf8_lossy(&served.stderr);
+        assert!(said.contains(reason), "{token}: {said}");
+        assert!(!said.contains("api listening"), "{said}");
+    }
+    let printed = mneme_token(&app, &["token"], Some("change-me-to-a-long-random-token"));
+    assert!(!printed.status.success());
+    assert!(printed.stdout.is_empty());
+    app.stop_services().await;
+}
+
+/// `mneme up` shows the dashboard's address with the token it generated (the one in the file),
+/// then says when every service answers, and keeps the token across restarts.
+#[test]
+fn mneme_up_shows_the_dashboard_with_its_token_and_says_when_ready() {
+    let home = tempfile::tempdir().unwrap();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (nats_port, api_port) = (free(), free());
+    let up = |log: &str| {
+        std::process::Command::new(crate::harness::binary("mneme"))
+            .arg("up")
+            .env_remove("MNEME_NATS_URL")
+            .env_remove("MNEME_API_TOKEN")
+            .env("MNEME_HOME", home.path())
+            .env("MNEME_NATS_PORT", nats_port.to_string())
+            .env("MNEME_API_ADDR", format!("127.0.0.1:{api_port}"))
+            .env("MNEME_EMBED_MODEL_DIR", crate::harness::model_dir())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(home.path().join(log)).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let read_until_ready = |child: &mut std::process::Child| {
+        crate::harness::stdout_until(child, "mneme is ready", Duration::from_secs(90))
+    };
+    let stop = |mut child: std::process::Child| {
+        std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+    };
+
+    let mut first = up("up.log");
+    let lines = read_until_ready(&mut first);
+    let log = || std::fs::read_to_string(home.path().join("up.log")).unwrap_or_default();
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("mneme is ready")),
+        "{lines:?}\n{}",
+        log()
+    );
+    let token = std::fs::read_to_string(home.path().join("api-token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let dashboard = format!("dashboard: http://127.0.0.1:{api_port}/#token={token}");
+    assert!(lines.contains(&dashboard), "{lines:?}");
+    for service in ["ingest", "retrieval", "compressor", "pattern", "api"] {
+        assert!(lines.last().unwrap().contains(service), "{lines:?}");
+    }
+    // Ready means answering: the api serves a write with the token from the banner.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (status, body) = runtime.block_on(async {
+        let http = Http::new(&format!("http://127.0.0.1:{api_port}"));
+        write_with(&http, Some(&token)).await
+    });
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    stop(first);
+
+    // The next start finds the same token and shows it again; the api does not log it.
+    let mut second = up("up2.log");
+    let lines = read_until_ready(&mut second);
+    assert!(lines.contains(&dashboard), "{lines:?}");
+    stop(second);
+    let log = std::fs::read_to_string(home.path().join("up2.log")).unwrap();
+    assert!(!log.contains(&token), "{log}");
 }

@@ -1,13 +1,16 @@
 //! The dashboard in a real headless Chromium, driven over WebDriver (chromedriver) with plain
 //! HTTP requests: it loads, a live event appears without a reload, a search highlights what it
-//! matched, a session opens; on a laptop window and a phone-sized one. Screenshots are saved
-//! under the target directory (`target/<profile>/screenshots/`).
+//! matched, a session opens; on a laptop window and a phone-sized one. On a store filled by
+//! `mneme import claude-code` from the real transcripts, the first screen shows the sessions
+//! with their summaries, the patterns and the activity of the days the sessions happened; on an
+//! empty store it shows how to connect an agent. Screenshots are saved under the target
+//! directory (`target/<profile>/screenshots/`).
 //!
 //! Without `chromedriver` on PATH (Debian: `apt-get install chromium chromium-driver`) the test
 //! says plainly that it did not run; CI installs both.
 
 use crate::api::{Http, seed};
-use crate::harness::App;
+use crate::harness::{App, transcripts_dir};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -65,7 +68,7 @@ impl Browser {
                 "browserName": "chrome",
                 "goog:chromeOptions": {
                     "binary": chrome,
-                    "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"],
+                    "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900", "--lang=en-US"],
                 },
             }}}))
             .send()
@@ -322,6 +325,293 @@ async fn dashboard_shows_live_events_highlighted_search_and_sessions_in_chromium
         .await;
     assert_eq!(overflow, true, "the page scrolls sideways on a phone");
     browser.screenshot("sessions-phone").await;
+    browser
+        .command(reqwest::Method::DELETE, "", Value::Null)
+        .await;
+}
+
+/// Say plainly that a browser test did not run, and why.
+fn not_run() {
+    println!(
+        "browser test not run: chromedriver or chromium is not installed (apt-get install chromium chromium-driver)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_opens_on_imported_sessions_summaries_patterns_and_their_own_dates() {
+    let Some(browser) = Browser::start().await else {
+        return not_run();
+    };
+    let mut app = App::start().await;
+    let base = app
+        .start_api(api::ApiArgs {
+            token: Some(TOKEN.to_owned()),
+            ..Default::default()
+        })
+        .await;
+
+    // The real transcripts, through `mneme import` and the whole pipeline.
+    let dir = transcripts_dir();
+    let output = app.mneme(&[
+        "import",
+        "claude-code",
+        "--path",
+        dir.to_str().unwrap(),
+        "--json",
+        "--no-wait",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let imported: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let events = imported["published"].as_i64().unwrap();
+    assert!(events > 1000, "{imported}");
+    let wait = Duration::from_secs(300);
+    let stored = app
+        .wait_for_count("SELECT count(*) FROM observations", events, wait)
+        .await;
+    assert_eq!(
+        stored, events,
+        "ingest did not store the import: {imported}"
+    );
+    // While retrieval still embeds the import, the first screen says how far semantic search
+    // has got. On a machine fast enough to finish before the page loads there is nothing to
+    // show, and the test says so.
+    let http = Http::new(&base);
+    let (_, ready) = http.get("/readyz").await;
+    let behind = ready["services"]["retrieval"]["backlogs"]
+        .as_array()
+        .is_some_and(|b| {
+            b.iter()
+                .any(|b| b["eta_ms"] != 0 && b["done"].as_i64() < b["total"].as_i64())
+        });
+    if behind {
+        browser.open(&format!("{base}/#token={TOKEN}")).await;
+        let line = browser
+            .wait_for(
+                "the embedding backlog",
+                "const b = document.querySelector('#backlog'); return !b.hidden && b.textContent",
+            )
+            .await;
+        assert!(
+            line.as_str()
+                .unwrap()
+                .starts_with("Semantic search covers "),
+            "{line}"
+        );
+        browser.screenshot("home-embedding").await;
+    } else {
+        println!("embedding finished before the dashboard loaded: its backlog line not shown");
+    }
+    // The compressor and the pattern service have read every stored event (as far as each
+    // session's cursor), so the summaries and patterns the dashboard shows are all written.
+    for service in ["compressor_sessions", "pattern_sessions"] {
+        let walked = format!(
+            "SELECT count(*) FROM observations o JOIN {service} s ON s.session_id = o.session_id
+             WHERE o.id <= s.cursor"
+        );
+        let read = app.wait_for_count(&walked, events, wait).await;
+        assert_eq!(read, events, "{service} did not read the import");
+    }
+    let summaries = app.count("SELECT count(*) FROM session_summaries").await;
+    assert!(summaries >= 2, "{summaries} summaries");
+    let recurring = app
+        .count("SELECT count(*) FROM patterns WHERE occurrences >= 2")
+        .await;
+    assert!(recurring >= 1, "nothing recurred");
+    // The transcripts are from February 2026, whenever the test runs.
+    let newest: i64 = app.count("SELECT max(occurred_at) FROM observations").await;
+    let newest_day = common::time::utc_day(newest);
+    assert!(newest_day.starts_with("2026-02"), "{newest_day}");
+
+    // `/readyz` carries every service's backlogs, which the dashboard reads.
+    let (_, ready) = http.get("/readyz").await;
+    for service in ["ingest", "retrieval", "compressor", "pattern"] {
+        assert!(
+            ready["services"][service]["backlogs"].is_array(),
+            "{service}: {ready}"
+        );
+    }
+
+    // The address `mneme up` prints: the token is kept and taken off the address bar.
+    browser.open(&format!("{base}/")).await;
+    browser.eval("localStorage.clear(); return true").await;
+    browser.open(&format!("{base}/#token={TOKEN}")).await;
+    browser
+        .wait_for(
+            "sessions with their summaries",
+            "return document.querySelectorAll('#home-sessions li.session-card .summary').length >= 2",
+        )
+        .await;
+    assert_eq!(
+        browser.eval("return location.href").await,
+        format!("{base}/")
+    );
+    assert_eq!(
+        browser
+            .eval("return localStorage.getItem('mneme-token')")
+            .await,
+        TOKEN
+    );
+    // A summary says what was done, in the session's own words.
+    let card = browser
+        .eval("return document.querySelector('#home-sessions li.session-card').innerText")
+        .await;
+    let card = card.as_str().unwrap();
+    assert!(card.contains("events"), "{card}");
+    let patterns = browser
+        .wait_for(
+            "recurring patterns",
+            "return Array.from(document.querySelectorAll('#home-patterns li.pattern')).map(li => li.innerText)",
+        )
+        .await;
+    let patterns: Vec<String> = serde_json::from_value(patterns).unwrap();
+    // What recurs across the most sessions comes first.
+    assert!(patterns.iter().all(|p| p.contains("seen ")), "{patterns:?}");
+    assert!(
+        patterns[0].contains(" sessions"),
+        "a pattern of several sessions first: {patterns:?}"
+    );
+    // The activity chart is drawn on the days the sessions happened, ending on the newest.
+    let chart = browser
+        .wait_for(
+            "the activity of February 2026",
+            "const c = document.querySelector('#home-activity'); return c.dataset.to && Number(c.dataset.total) > 0 && [c.dataset.from, c.dataset.to, Number(c.dataset.total), Array.from(c.querySelectorAll('rect')).filter(r => Number(r.getAttribute('height')) > 0).map(r => r.dataset.day), document.querySelector('#home-activity-range').textContent]",
+        )
+        .await;
+    assert_eq!(chart[1], newest_day.as_str(), "{chart}");
+    assert_eq!(
+        chart[2], stored,
+        "every event of the last 30 days is drawn: {chart}"
+    );
+    let bars: Vec<String> = serde_json::from_value(chart[3].clone()).unwrap();
+    assert!(
+        !bars.is_empty() && bars.iter().all(|d| d.starts_with("2026-02")),
+        "{chart}"
+    );
+    assert!(chart[4].as_str().unwrap().contains("2026"), "{chart}");
+    // The resume point: the latest checkpoint, with its session.
+    let checkpoint = browser
+        .wait_for(
+            "the latest checkpoint",
+            "return document.querySelector('#home-checkpoint').innerText",
+        )
+        .await;
+    let checkpoints = app.count("SELECT count(*) FROM checkpoints").await;
+    if checkpoints > 0 {
+        assert!(
+            checkpoint.as_str().unwrap().contains("open the session"),
+            "{checkpoint}"
+        );
+    }
+    let connect = browser
+        .eval("return document.querySelector('#connect').hidden")
+        .await;
+    assert_eq!(
+        connect, true,
+        "a store with memory needs no connect instructions"
+    );
+    browser.screenshot("home-imported").await;
+    browser
+        .eval("document.querySelector('#home-activity').scrollIntoView(); return true")
+        .await;
+    browser.screenshot("home-imported-activity").await;
+
+    // How the backlog of embeddings reads, with the figures of a real run.
+    let line = browser
+        .eval("return backlogLine({name: 'embedding', done: 751, total: 2156, rate_per_s: 3.1, eta_ms: 455000})")
+        .await;
+    assert_eq!(
+        line,
+        "Semantic search covers 751 of 2,156 items; 3.1 items/s, about 8 min left."
+    );
+
+    // Stats count by the events' own days too.
+    browser.open(&format!("{base}/#/stats")).await;
+    browser
+        .wait_for(
+            "the stats chart of February 2026",
+            "return (document.querySelector('#chart-days').dataset.to || '').startsWith('2026-02') && document.querySelectorAll('#chart-days rect').length > 0",
+        )
+        .await;
+    browser.screenshot("stats-imported").await;
+    browser.resize(390, 844).await;
+    browser.open(&format!("{base}/")).await;
+    browser
+        .wait_for(
+            "sessions on a phone",
+            "return document.querySelectorAll('#home-sessions li.session-card').length >= 2",
+        )
+        .await;
+    let overflow = browser
+        .eval("return document.documentElement.scrollWidth <= window.innerWidth + 1")
+        .await;
+    assert_eq!(
+        overflow, true,
+        "the home screen scrolls sideways on a phone"
+    );
+    browser.screenshot("home-imported-phone").await;
+    browser
+        .command(reqwest::Method::DELETE, "", Value::Null)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_on_an_empty_store_shows_how_to_connect_an_agent() {
+    let Some(browser) = Browser::start().await else {
+        return not_run();
+    };
+    let mut app = App::start().await;
+    let base = app
+        .start_api(api::ApiArgs {
+            token: Some(TOKEN.to_owned()),
+            ..Default::default()
+        })
+        .await;
+    browser.open(&format!("{base}/")).await;
+    browser
+        .wait_for(
+            "the connect instructions",
+            "return !document.querySelector('#connect').hidden && document.querySelector('#overview').hidden",
+        )
+        .await;
+    // `innerText` is the text as rendered: only what a person can see on the page.
+    let text = browser.eval("return document.body.innerText").await;
+    let text = text.as_str().unwrap();
+    for command in [
+        "mneme hooks install --agent claude-code",
+        "mneme hooks install --agent codex",
+        "mneme hooks install --agent kimi",
+        "mneme hooks install --agent cursor",
+        "mneme hooks install --agent kiro",
+        "mneme hooks install --agent gemini",
+        "mneme import claude-code",
+        "mneme import claude-mem",
+    ] {
+        assert!(text.contains(command), "{command:?} is not shown:\n{text}");
+    }
+    browser.screenshot("home-empty").await;
+
+    // The first event of the first session replaces the instructions, without a reload.
+    let mut http = Http::new(&base);
+    http.token = TOKEN.to_owned();
+    let (status, _) = http
+        .post(
+            "/v1/events",
+            json!({"session_id": "first-1", "kind": "prompt", "project": "/work/first",
+                   "text": "set up continuous integration for the parser"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::ACCEPTED);
+    browser
+        .wait_for(
+            "the first session",
+            "return document.querySelector('#connect').hidden && Array.from(document.querySelectorAll('#home-sessions li')).some(li => li.textContent.includes('continuous integration'))",
+        )
+        .await;
+    browser.screenshot("home-first-session").await;
     browser
         .command(reqwest::Method::DELETE, "", Value::Null)
         .await;

@@ -6,14 +6,20 @@
 #      host (`cargo build --workspace --bins`; a release build inside a container would take
 #      longer than CI allows), the host's nats-server and the MiniLM model package; a small image
 #      holds the test OTLP receiver (target/debug/otlp-sink) for step 10;
-#   3. `compose up` on fresh volumes, timed until every container is healthy (cold start);
+#   3. `compose up` on fresh volumes, from a checkout with no `.env` (an empty env file stands
+#      in for the developer's own), timed until every container is healthy (cold start); the
+#      api's generated token is read from its log and from `compose exec api mneme token`, must
+#      be the same, readable by the services' user only, and carry a write; `mneme token rotate`
+#      in the container gives a new one, which the running api takes in place of the old;
 #   4. hook events sent from the host through target/debug/mneme-hook to the published NATS
 #      port are found through the api's REST search;
 #   5. a stream of events while `compose restart ingest` and a SIGKILL of ingest and retrieval
 #      happen: every event is stored once and indexed once (counted through the api);
 #      then the same while NATS itself restarts (the hook spools and replays);
 #   6. a second box on the same store volume refuses to start;
-#   7. `compose down` then `up`: the data is still there (warm start timed too);
+#   7. `compose down` then `up`: the data is still there (warm start timed too), and so is the
+#      token, which the api does not log again; then the api with `.env.example`'s old
+#      placeholder token exits with the reason, and without it comes back;
 #   8. NATS with nats-auth.conf: the services authenticate, a hook without the token is refused
 #      (and spools), a hook with it gets through (and replays what was spooled);
 #   9. NATS with nats-nkey.conf and a key from `mneme nats-key`: the services authenticate with the
@@ -53,28 +59,30 @@ fi
 # Dockerfile is written to build correctly without it.
 export DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0
 
-# Its own project, image tag, free ports and token, so a developer's own box is left alone.
+# Its own project, image tag and free ports, so a developer's own box is left alone; no api token
+# (the api generates one, as on a clean checkout), and no `.env` (compose reads an empty file
+# instead of the checkout's, should the developer have one).
 # The project name has no punctuation: docker-compose v1 strips it, v2 keeps it, and the store
 # volume's name must be the same under both.
 export COMPOSE_PROJECT_NAME=mnemecomposetest
 export MNEME_IMAGE=mneme:compose-test
 unset COMPOSE_PROFILES COMPOSE_FILE OTEL_EXPORTER_OTLP_ENDPOINT MNEME_NATS_CONFIG MNEME_NATS_TOKEN MNEME_NATS_BIND MNEME_API_BIND \
-    MNEME_NATS_NKEY MNEME_NATS_NKEY_USER MNEME_NATS_NKEY_FILE
+    MNEME_NATS_NKEY MNEME_NATS_NKEY_USER MNEME_NATS_NKEY_FILE MNEME_API_TOKEN
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 MNEME_NATS_PORT="$(free_port)"
 MNEME_API_PORT="$(free_port)"
 # The otel profile publishes both OTLP ports; only the gRPC one is used (step 10).
 OTLP_GRPC_PORT="$(free_port)"
 OTLP_HTTP_PORT="$(free_port)"
-MNEME_API_TOKEN="compose-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-export MNEME_NATS_PORT MNEME_API_PORT OTLP_GRPC_PORT OTLP_HTTP_PORT MNEME_API_TOKEN
+export MNEME_NATS_PORT MNEME_API_PORT OTLP_GRPC_PORT OTLP_HTTP_PORT
 store_volume="${COMPOSE_PROJECT_NAME}_store"
 # Step 10 adds its override file here, so that everything after it, the clean-up included, sees
 # the receiver's container.
 compose_files=(-f "$repo/compose.yaml")
-compose() { "${compose_bin[@]}" --project-directory "$repo" "${compose_files[@]}" "$@"; }
+compose() { "${compose_bin[@]}" --env-file "$work/no.env" --project-directory "$repo" "${compose_files[@]}" "$@"; }
 
 work="$(mktemp -d)"
+: >"$work/no.env"
 cleanup() {
     status=$?
     if [ "$status" -ne 0 ]; then
@@ -223,9 +231,20 @@ wait_healthy() {
     done
 }
 
+# The api's token, read from the api in step 3.
+api_token=""
 api() {
-    curl -fsS --max-time 10 -H "authorization: Bearer $MNEME_API_TOKEN" "http://127.0.0.1:$MNEME_API_PORT$1"
+    curl -fsS --max-time 10 -H "authorization: Bearer $api_token" "http://127.0.0.1:$MNEME_API_PORT$1"
 }
+# The HTTP status of one write (a prompt through POST /v1/events) sent with token $1.
+write_status() {
+    curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -X POST \
+        ${1:+-H "authorization: Bearer $1"} -H 'content-type: application/json' \
+        -d "{\"session_id\":\"compose-token\",\"kind\":\"prompt\",\"text\":\"${2:-a write} (tokenword)\"}" \
+        "http://127.0.0.1:$MNEME_API_PORT/v1/events"
+}
+# The tokens the api's log shows in the dashboard's address.
+logged_tokens() { compose logs --no-color api 2>/dev/null | grep -o '#token=[A-Za-z0-9_-]*' | cut -d= -f2 || true; }
 
 hook_home="$work/hook"
 # One prompt through the real hook, from the host to the published NATS port, as an agent host
@@ -280,8 +299,36 @@ compose down -v --remove-orphans >/dev/null 2>&1 || true
 started="$(now)"
 compose up -d >/dev/null 2>&1 || { compose up -d; fail "compose up failed"; }
 cold="$(wait_healthy "$started")"
-say "cold start (fresh volumes) to all 6 containers healthy: ${cold}s"
+say "cold start (fresh volumes, no .env) to all 6 containers healthy: ${cold}s"
+
+# The api generated its token on the store volume and showed it once, in the dashboard's address.
+logged="$(logged_tokens)"
+[ -n "$logged" ] || fail "the api's log shows no dashboard address with a token: $(compose logs --no-color --tail 20 api)"
+[ "$(wc -l <<<"$logged")" = 1 ] || fail "the api's log shows the token more than once: $logged"
+api_token="$(compose exec -T api mneme token 2>"$work/token-stderr")" || fail "mneme token in the api container failed: $(cat "$work/token-stderr")"
+[ "$api_token" = "$logged" ] || fail "mneme token printed '$api_token', the log showed '$logged'"
+grep -q /data/api-token "$work/token-stderr" || fail "mneme token did not say where the token came from: $(cat "$work/token-stderr")"
+[ "${#api_token}" -ge 43 ] || fail "the generated token '$api_token' is short"
+file_mode="$(compose exec -T api stat -c '%a %u' /data/api-token)"
+[ "$file_mode" = "600 10001" ] || fail "/data/api-token has mode and owner '$file_mode', not '600 10001'"
 api /readyz >/dev/null || fail "/readyz is not 200 with every container healthy"
+[ "$(write_status "")" = 401 ] || fail "a write without the token was not refused with 401"
+[ "$(write_status "$api_token" "written with the generated token mk700x")" = 202 ] || fail "a write with the generated token was not accepted"
+wait_counts compose-token tokenword 1 60
+say "the api generated its token (shown once in its log, the same from \`compose exec api mneme token\`, /data/api-token mode 600, uid 10001); a write needs it and is stored with it"
+
+# Rotation in the container: the running api refuses the old token and takes the new one.
+old_token="$api_token"
+api_token="$(compose exec -T api mneme token rotate 2>/dev/null)"
+[ -n "$api_token" ] && [ "$api_token" != "$old_token" ] || fail "mneme token rotate gave no new token"
+deadline=$((SECONDS + 10))
+until [ "$(write_status "$old_token")" = 401 ]; do
+    [ "$SECONDS" -ge "$deadline" ] && fail "the api still accepts the token rotated out"
+    sleep 0.2
+done
+[ "$(write_status "$api_token" "written with the rotated token mk701x")" = 202 ] || fail "a write with the rotated token was not accepted"
+wait_counts compose-token tokenword 2 60
+say "mneme token rotate in the api container: the running api refused the old token and took the new one"
 
 # --- 4. hook events from the host, found through the api --------------------------------------
 for i in 1 2 3; do
@@ -362,6 +409,32 @@ wait_counts compose-basic basicword 3 30
 wait_counts compose-faults faultword "$total" 30
 wait_counts compose-nats natsword "$total_nats" 30
 say "after down and up: both sessions still hold every event, once"
+[ -z "$(logged_tokens)" ] || fail "the api showed its token again after a restart"
+[ "$(compose exec -T api mneme token 2>/dev/null)" = "$api_token" ] || fail "the token changed across down and up"
+say "after down and up: the same token, not shown in the log again"
+
+# The placeholder .env.example held before the api generated its own token stops the api, with
+# the reason in its log; it keeps restarting (and refusing) until the setting goes.
+placeholder=change-me-to-a-long-random-token
+MNEME_API_TOKEN="$placeholder" compose up -d --no-deps api >/dev/null 2>&1
+deadline=$((SECONDS + 60))
+until compose logs --no-color api 2>/dev/null | grep -q "MNEME_API_TOKEN is a placeholder"; do
+    [ "$SECONDS" -ge "$deadline" ] && fail "the api did not refuse the placeholder token: $(compose logs --no-color --tail 20 api)"
+    sleep 0.5
+done
+api_container="$(compose ps -q api)"
+deadline=$((SECONDS + 30))
+# Docker restarts it (restart: unless-stopped), so it has exited when it has been restarted.
+until [ "$(docker inspect -f '{{.RestartCount}} {{.State.ExitCode}}' "$api_container")" != "0 0" ]; do
+    [ "$SECONDS" -ge "$deadline" ] && fail "the api with the placeholder token did not exit"
+    sleep 0.5
+done
+refusal="$(compose logs --no-color api 2>/dev/null | grep -m1 "MNEME_API_TOKEN is a placeholder" | sed 's/^[^|]*| //')"
+[ "$(write_status "$placeholder" 2>/dev/null)" != 202 ] || fail "the placeholder token was accepted"
+compose up -d --no-deps api >/dev/null 2>&1
+wait_healthy "$(now)" >/dev/null
+[ "$(write_status "$api_token" "written after the placeholder mk702x")" = 202 ] || fail "the api did not come back with its own token"
+say "the api with .env.example's old placeholder exited ($refusal); without it, it came back with its own token"
 
 # A hook without the credential is refused by NATS and spools its event; with it (`$var` set to
 # `$value`, which send_prompt reads), it gets through and replays the spool, and search finds

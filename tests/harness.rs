@@ -520,3 +520,31 @@ pub fn retrieval_args() -> retrieval::RetrievalArgs {
         ..Default::default()
     }
 }
+
+/// Lines of a child's standard output up to and including the first that starts with `last`,
+/// or all there were when none did within `timeout` (the caller's assertion then shows them).
+pub fn stdout_until(child: &mut std::process::Child, last: &str, timeout: Duration) -> Vec<String> {
+    use std::io::BufRead as _;
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (lines, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = Instant::now() + timeout;
+    let mut seen = Vec::new();
+    while let Ok(line) = receive.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        let done = line.starts_with(last);
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    seen
+}

@@ -14,7 +14,9 @@ use std::time::Duration;
 fn import(app: &App, args: &[&str]) -> Value {
     let mut all = vec!["import"];
     all.extend_from_slice(args);
-    all.push("--json");
+    // The tests look at what was published and wait for the store themselves; following the
+    // embedding of a whole history would only make them slower.
+    all.extend(["--json", "--no-wait"]);
     let output = app.mneme(&all);
     assert!(
         output.status.success(),
@@ -467,4 +469,743 @@ async fn an_error_fixed_in_codex_reaches_a_kimi_prompt_in_the_same_project() {
         context.contains("IF NOT EXISTS"),
         "the fix is in the context: {context}"
     );
+}
+
+// --- `mneme import claude-mem` -------------------------------------------------------------
+
+/// claude-mem's tables as its `SessionStore` leaves a database today (claude-mem v13.15,
+/// src/services/sqlite/SessionStore.ts and SessionSearch.ts): each table as the last migration
+/// that rebuilt it creates it (33 for `sdk_sessions`, 21 for `observations` and
+/// `session_summaries`, 34 for `user_prompts`), then the columns later migrations add, and the
+/// full-text table its search keeps in step with `observations`.
+const CLAUDE_MEM_SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS schema_versions (
+  id INTEGER PRIMARY KEY,
+  version INTEGER UNIQUE NOT NULL,
+  applied_at TEXT NOT NULL
+);
+CREATE TABLE sdk_sessions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  content_session_id TEXT NOT NULL,
+  memory_session_id TEXT UNIQUE,
+  project TEXT NOT NULL,
+  platform_source TEXT NOT NULL DEFAULT 'claude',
+  user_prompt TEXT,
+  started_at TEXT NOT NULL,
+  started_at_epoch INTEGER NOT NULL,
+  completed_at TEXT,
+  completed_at_epoch INTEGER,
+  status TEXT NOT NULL DEFAULT 'active' CHECK(status IN ('active', 'completed', 'failed')),
+  worker_port INTEGER,
+  prompt_counter INTEGER DEFAULT 0,
+  custom_title TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_sdk_sessions_claude_id ON sdk_sessions(content_session_id);
+CREATE UNIQUE INDEX IF NOT EXISTS ux_sdk_sessions_platform_content ON sdk_sessions(platform_source, content_session_id);
+CREATE TABLE observations (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  memory_session_id TEXT NOT NULL,
+  project TEXT NOT NULL,
+  text TEXT,
+  type TEXT NOT NULL,
+  title TEXT,
+  subtitle TEXT,
+  facts TEXT,
+  narrative TEXT,
+  concepts TEXT,
+  files_read TEXT,
+  files_modified TEXT,
+  prompt_number INTEGER,
+  discovery_tokens INTEGER DEFAULT 0,
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL,
+  FOREIGN KEY(memory_session_id) REFERENCES sdk_sessions(memory_session_id) ON DELETE CASCADE ON UPDATE CASCADE
+);
+CREATE INDEX idx_observations_sdk_session ON observations(memory_session_id);
+CREATE INDEX idx_observations_created ON observations(created_at_epoch DESC);
+ALTER TABLE observations ADD COLUMN content_hash TEXT;
+ALTER TABLE observations ADD COLUMN generated_by_model TEXT;
+ALTER TABLE observations ADD COLUMN relevance_count INTEGER DEFAULT 0;
+ALTER TABLE observations ADD COLUMN merged_into_project TEXT;
+ALTER TABLE observations ADD COLUMN agent_type TEXT;
+ALTER TABLE observations ADD COLUMN agent_id TEXT;
+ALTER TABLE observations ADD COLUMN metadata TEXT;
+ALTER TABLE observations ADD COLUMN synced_at INTEGER;
+ALTER TABLE observations ADD COLUMN origin_device_id TEXT;
+ALTER TABLE observations ADD COLUMN origin_local_id TEXT;
+ALTER TABLE observations ADD COLUMN sync_rev TEXT NOT NULL DEFAULT '1';
+CREATE TABLE session_summaries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  memory_session_id TEXT NOT NULL,
+  project TEXT NOT NULL,
+  request TEXT,
+  investigated TEXT,
+  learned TEXT,
+  completed TEXT,
+  next_steps TEXT,
+  files_read TEXT,
+  files_edited TEXT,
+  notes TEXT,
+  prompt_number INTEGER,
+  discovery_tokens INTEGER DEFAULT 0,
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL,
+  FOREIGN KEY(memory_session_id) REFERENCES sdk_sessions(memory_session_id) ON DELETE CASCADE ON UPDATE CASCADE
+);
+ALTER TABLE session_summaries ADD COLUMN merged_into_project TEXT;
+ALTER TABLE session_summaries ADD COLUMN synced_at INTEGER;
+ALTER TABLE session_summaries ADD COLUMN origin_device_id TEXT;
+ALTER TABLE session_summaries ADD COLUMN origin_local_id TEXT;
+ALTER TABLE session_summaries ADD COLUMN sync_rev TEXT NOT NULL DEFAULT '1';
+CREATE TABLE user_prompts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_db_id INTEGER,
+  content_session_id TEXT NOT NULL,
+  prompt_number INTEGER NOT NULL,
+  prompt_text TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL,
+  FOREIGN KEY(session_db_id) REFERENCES sdk_sessions(id) ON DELETE CASCADE
+);
+ALTER TABLE user_prompts ADD COLUMN synced_at INTEGER;
+ALTER TABLE user_prompts ADD COLUMN origin_device_id TEXT;
+ALTER TABLE user_prompts ADD COLUMN origin_local_id TEXT;
+ALTER TABLE user_prompts ADD COLUMN sync_rev TEXT NOT NULL DEFAULT '1';
+CREATE VIRTUAL TABLE IF NOT EXISTS observations_fts USING fts5(
+  title,
+  subtitle,
+  narrative,
+  text,
+  facts,
+  concepts,
+  content='observations',
+  content_rowid='id'
+);
+CREATE TRIGGER IF NOT EXISTS observations_ai AFTER INSERT ON observations BEGIN
+  INSERT INTO observations_fts(rowid, title, subtitle, narrative, text, facts, concepts)
+  VALUES (new.id, new.title, new.subtitle, new.narrative, new.text, new.facts, new.concepts);
+END;
+INSERT INTO schema_versions (version, applied_at) VALUES (49, '2026-08-19T00:00:00.000Z');
+"#;
+
+/// claude-mem's tables as its migration 4 created them (October 2025, before migration 8 gave
+/// observations titles, narratives and facts, migration 10 added `user_prompts` and migration
+/// 17 renamed `claude_session_id` and `sdk_session_id`).
+const CLAUDE_MEM_SCHEMA_V4: &str = r#"
+CREATE TABLE schema_versions (
+  id INTEGER PRIMARY KEY,
+  version INTEGER UNIQUE NOT NULL,
+  applied_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sdk_sessions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  claude_session_id TEXT UNIQUE NOT NULL,
+  sdk_session_id TEXT UNIQUE,
+  project TEXT NOT NULL,
+  user_prompt TEXT,
+  started_at TEXT NOT NULL,
+  started_at_epoch INTEGER NOT NULL,
+  completed_at TEXT,
+  completed_at_epoch INTEGER,
+  status TEXT CHECK(status IN ('active', 'completed', 'failed')) NOT NULL DEFAULT 'active'
+);
+CREATE TABLE IF NOT EXISTS observations (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  sdk_session_id TEXT NOT NULL,
+  project TEXT NOT NULL,
+  text TEXT NOT NULL,
+  type TEXT NOT NULL CHECK(type IN ('decision', 'bugfix', 'feature', 'refactor', 'discovery')),
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL,
+  FOREIGN KEY(sdk_session_id) REFERENCES sdk_sessions(sdk_session_id) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS session_summaries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  sdk_session_id TEXT UNIQUE NOT NULL,
+  project TEXT NOT NULL,
+  request TEXT,
+  investigated TEXT,
+  learned TEXT,
+  completed TEXT,
+  next_steps TEXT,
+  files_read TEXT,
+  files_edited TEXT,
+  notes TEXT,
+  created_at TEXT NOT NULL,
+  created_at_epoch INTEGER NOT NULL,
+  FOREIGN KEY(sdk_session_id) REFERENCES sdk_sessions(sdk_session_id) ON DELETE CASCADE
+);
+INSERT INTO schema_versions (version, applied_at) VALUES (4, '2025-10-19T00:00:00.000Z');
+"#;
+
+/// 2025-11-03T10:00:00Z, when the fixture's first session starts.
+const CM_T0: i64 = 1_762_164_000_000;
+
+/// A time as claude-mem writes `created_at` beside `created_at_epoch`.
+fn cm_iso(ms: i64) -> String {
+    format!("{}:00.000Z", common::time::utc_minute(ms).replace(' ', "T"))
+}
+
+/// A claude-mem database at `path` with `schema`, held open read-write in WAL mode as a
+/// running claude-mem holds it (claude-mem's connection sets `journal_mode = WAL`).
+async fn claude_mem_db(path: &Path, schema: &'static str) -> sqlx::SqliteConnection {
+    use sqlx::Connection as _;
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal);
+    let mut db = sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .unwrap();
+    sqlx::raw_sql(schema).execute(&mut db).await.unwrap();
+    db
+}
+
+async fn cm_session(
+    db: &mut sqlx::SqliteConnection,
+    content: &str,
+    memory: &str,
+    project: &str,
+    started: i64,
+) -> i64 {
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO sdk_sessions (content_session_id, memory_session_id, project, started_at,
+             started_at_epoch, completed_at, completed_at_epoch, status, prompt_counter)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'completed', 1) RETURNING id",
+    )
+    .bind(content)
+    .bind(memory)
+    .bind(project)
+    .bind(cm_iso(started))
+    .bind(started)
+    .bind(cm_iso(started + 3_600_000))
+    .bind(started + 3_600_000)
+    .fetch_one(&mut *db)
+    .await
+    .unwrap();
+    id
+}
+
+/// One observation as claude-mem's SDK agent stores it: lists as JSON arrays.
+struct CmObservation<'a> {
+    kind: &'a str,
+    title: &'a str,
+    subtitle: &'a str,
+    narrative: &'a str,
+    facts: Value,
+    concepts: Value,
+    files_read: Value,
+    files_modified: Value,
+}
+
+async fn cm_observation(
+    db: &mut sqlx::SqliteConnection,
+    memory: &str,
+    project: &str,
+    at: i64,
+    o: CmObservation<'_>,
+) -> i64 {
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO observations (memory_session_id, project, type, title, subtitle, facts,
+             narrative, concepts, files_read, files_modified, prompt_number, created_at,
+             created_at_epoch, content_hash, generated_by_model)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, 'claude-haiku-4-5') RETURNING id",
+    )
+    .bind(memory)
+    .bind(project)
+    .bind(o.kind)
+    .bind(o.title)
+    .bind(o.subtitle)
+    .bind(o.facts.to_string())
+    .bind(o.narrative)
+    .bind(o.concepts.to_string())
+    .bind(o.files_read.to_string())
+    .bind(o.files_modified.to_string())
+    .bind(cm_iso(at))
+    .bind(at)
+    .bind(format!("{at:x}"))
+    .fetch_one(&mut *db)
+    .await
+    .unwrap();
+    id
+}
+
+async fn cm_prompt(
+    db: &mut sqlx::SqliteConnection,
+    session: i64,
+    content: &str,
+    at: i64,
+    text: &str,
+) {
+    sqlx::query(
+        "INSERT INTO user_prompts (session_db_id, content_session_id, prompt_number, prompt_text,
+             created_at, created_at_epoch)
+         VALUES (?, ?, 1, ?, ?, ?)",
+    )
+    .bind(session)
+    .bind(content)
+    .bind(text)
+    .bind(cm_iso(at))
+    .bind(at)
+    .execute(&mut *db)
+    .await
+    .unwrap();
+}
+
+/// A file's bytes and modification time: what must not change when it is only read.
+fn file_state(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
+    let bytes = std::fs::read(path).unwrap();
+    let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+    (bytes, modified)
+}
+
+/// The raw bytes of every file of the mneme store, WAL included.
+fn store_bytes(app: &App) -> String {
+    let mut bytes = Vec::new();
+    for suffix in ["", "-wal", "-shm"] {
+        if let Ok(b) = std::fs::read(format!("{}{suffix}", app.db_path().display())) {
+            bytes.extend(b);
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn mneme_search(app: &App, args: &[&str]) -> Vec<Value> {
+    let mut all = vec!["search"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let output = app.mneme(&all);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let found: Value = serde_json::from_slice(&output.stdout).unwrap();
+    found["hits"].as_array().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_claude_mem_database_imports_once_read_only_and_scrubbed() {
+    use sqlx::Connection as _;
+    let app = App::start_core().await;
+    let secrets = sanitize_corpus::secrets();
+    let secret = |name: &str| secrets.iter().find(|s| s.name == name).unwrap().clone();
+    let (aws, github) = (secret("aws-access-key-id"), secret("github-classic-token"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("claude-mem.db");
+    let mut db = claude_mem_db(&file, CLAUDE_MEM_SCHEMA).await;
+
+    let web = cm_session(&mut db, "cc-web-1", "mem-web-1", "webapp", CM_T0).await;
+    cm_prompt(
+        &mut db,
+        web,
+        "cc-web-1",
+        CM_T0 + 1_000,
+        &format!(
+            "The login form submits twice on a slow network; my token is in the shell: {}",
+            github.text
+        ),
+    )
+    .await;
+    let bugfix_at = CM_T0 + 60_000;
+    cm_observation(&mut db, "mem-web-1", "webapp", bugfix_at, CmObservation {
+        kind: "bugfix",
+        title: "Debounced the login form submit handler",
+        subtitle: "Double submissions came from a missing pending state",
+        narrative: &format!(
+            "The submit button stayed enabled while the request was in flight, so a second click posted the form again. The deploy script printed {} while testing.",
+            aws.text
+        ),
+        facts: json!(["handleSubmit now returns early while pending", "the button shows a spinner"]),
+        concepts: json!(["problem-solution", "gotcha"]),
+        files_read: json!(["src/api/session.ts"]),
+        files_modified: json!(["src/components/LoginForm.tsx"]),
+    })
+    .await;
+    cm_observation(
+        &mut db,
+        "mem-web-1",
+        "webapp",
+        CM_T0 + 120_000,
+        CmObservation {
+            kind: "security_note",
+            title: "Session cookie lacked SameSite",
+            subtitle: "",
+            narrative: "The session cookie was sent without a SameSite attribute; set it to Lax.",
+            facts: json!([]),
+            concepts: json!(["gotcha"]),
+            files_read: json!([]),
+            files_modified: json!(["src/server/cookies.ts"]),
+        },
+    )
+    .await;
+    sqlx::query(
+        "INSERT INTO session_summaries (memory_session_id, project, request, investigated,
+             learned, completed, next_steps, files_read, files_edited, notes, prompt_number,
+             created_at, created_at_epoch)
+         VALUES ('mem-web-1', 'webapp', 'Fix the double login submission', 'LoginForm and the session API',
+             'Pending state must disable the button', 'Debounced submit, SameSite cookie',
+             'Add an end-to-end test for slow networks', '[\"src/api/session.ts\"]',
+             '[\"src/components/LoginForm.tsx\"]', NULL, 1, ?, ?)",
+    )
+    .bind(cm_iso(CM_T0 + 3_000_000))
+    .bind(CM_T0 + 3_000_000)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    // claude-mem's own observer sessions are its model at work, not the user's.
+    cm_session(
+        &mut db,
+        "cc-observer",
+        "mem-observer",
+        "observer-sessions",
+        CM_T0,
+    )
+    .await;
+    cm_observation(
+        &mut db,
+        "mem-observer",
+        "observer-sessions",
+        CM_T0 + 5_000,
+        CmObservation {
+            kind: "discovery",
+            title: "Observer bookkeeping",
+            subtitle: "",
+            narrative: "The observer read the transcript.",
+            facts: json!([]),
+            concepts: json!([]),
+            files_read: json!([]),
+            files_modified: json!([]),
+        },
+    )
+    .await;
+    // Everything so far is checkpointed into the database file; what follows stays in the WAL,
+    // as the last writes of a running claude-mem do.
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut db)
+        .await
+        .unwrap();
+    sqlx::query("PRAGMA wal_autocheckpoint = 0")
+        .execute(&mut db)
+        .await
+        .unwrap();
+    let infra_at = CM_T0 + 86_400_000;
+    cm_session(&mut db, "cc-infra-1", "mem-infra-1", "infra", infra_at).await;
+    cm_observation(&mut db, "mem-infra-1", "infra", infra_at + 30_000, CmObservation {
+        kind: "discovery",
+        title: "Nightly backups run from a systemd timer in UTC",
+        subtitle: "",
+        narrative: "The backup job is a systemd timer firing at 02:00 UTC, not a cron entry; restores read from the s3 bucket named in backup.env.",
+        facts: json!(["OnCalendar=*-*-* 02:00:00 UTC"]),
+        concepts: json!(["how-it-works"]),
+        files_read: json!(["deploy/backup.timer"]),
+        files_modified: json!([]),
+    })
+    .await;
+
+    let wal = dir.path().join("claude-mem.db-wal");
+    let (before, before_wal) = (file_state(&file), file_state(&wal));
+    let path = file.to_str().unwrap();
+    let done = import(&app, &["claude-mem", "--path", path]);
+    // Both projects' sessions, the observer's left out; rows only in the WAL included.
+    assert_eq!(done["read"]["sessions"], 2, "{done}");
+    assert_eq!(done["read"]["observations"], 3, "{done}");
+    assert_eq!(done["read"]["summaries"], 1, "{done}");
+    assert_eq!(done["read"]["prompts"], 1, "{done}");
+    assert_eq!(done["read"]["left_out"], 1, "{done}");
+    assert_eq!(
+        (
+            &done["sessions"],
+            &done["observations"],
+            &done["memory_items"],
+            &done["skipped"]
+        ),
+        (&json!(2), &json!(5), &json!(5), &json!(0)),
+        "{done}"
+    );
+    // Read-only: the file and claude-mem's WAL are as they were.
+    assert!(file_state(&file) == before, "the database file changed");
+    assert!(file_state(&wal) == before_wal, "claude-mem's WAL changed");
+
+    let store = app.store().await;
+    let sessions: Vec<(String, String, String, i64)> =
+        sqlx::query_as("SELECT id, agent, project, started_at FROM sessions ORDER BY started_at")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    let sessions: Vec<(&str, &str, &str, i64)> = sessions
+        .iter()
+        .map(|(id, agent, project, at)| (id.as_str(), agent.as_str(), project.as_str(), *at))
+        .collect();
+    assert_eq!(
+        sessions,
+        [
+            ("claude-mem:cc-web-1", "claude-code", "webapp", CM_T0),
+            ("claude-mem:cc-infra-1", "claude-code", "infra", infra_at),
+        ]
+    );
+    let items: Vec<(String, String, i64, i64, String)> = sqlx::query_as(
+        "SELECT kind, project, occurred_at, seq, concepts FROM memory_items ORDER BY occurred_at",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let kinds: Vec<(&str, i64)> = items.iter().map(|i| (i.0.as_str(), i.3)).collect();
+    // In each session in claude-mem's order of time: the prompt, the observations, the summary.
+    assert_eq!(
+        kinds,
+        [
+            ("prompt", 1),
+            ("bugfix", 2),
+            ("discovery", 3),
+            ("summary", 4),
+            ("discovery", 1)
+        ]
+    );
+    assert_eq!(items[1].2, bugfix_at);
+    // A type mneme does not have is kept as a concept, so it is still found by it.
+    assert!(
+        items[2].4.lines().any(|c| c == "security_note"),
+        "{:?}",
+        items[2]
+    );
+    // Secrets were scrubbed before anything reached the store, and the row says so.
+    let haystack = store_bytes(&app);
+    for sample in [&aws, &github] {
+        assert!(
+            !haystack.contains(&sample.secret),
+            "secret {} reached the store",
+            sample.name
+        );
+    }
+    let (redacted,): (i64,) = sqlx::query_as(
+        "SELECT json_extract(meta, '$.secrets_redacted') FROM observations
+         WHERE title = 'Debounced the login form submit handler'",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert!(redacted >= 1, "{redacted}");
+
+    // `mneme search` finds an observation by what it says, with its project and its time.
+    app.wait_indexed(5).await;
+    let hits = mneme_search(&app, &["double click posted the form again"]);
+    let hit = &hits[0];
+    assert_eq!(
+        (&hit["kind"], &hit["project"], &hit["occurred_at_ms"]),
+        (&json!("bugfix"), &json!("webapp"), &json!(bugfix_at)),
+        "{hits:?}"
+    );
+    let hits = mneme_search(&app, &["backup timer", "--project", "infra"]);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["session_id"], "claude-mem:cc-infra-1");
+
+    // A second import adds nothing.
+    let again = import(&app, &["claude-mem", "--path", path]);
+    assert_eq!(
+        (
+            &again["sessions"],
+            &again["observations"],
+            &again["memory_items"],
+            &again["skipped"]
+        ),
+        (&json!(0), &json!(0), &json!(0), &json!(12)),
+        "{again}"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM observations").await, 5);
+    assert_eq!(app.count("SELECT count(*) FROM memory_items").await, 5);
+
+    // claude-mem goes on: a new observation in a session already imported, and a new session.
+    cm_observation(
+        &mut db,
+        "mem-web-1",
+        "webapp",
+        CM_T0 + 3_500_000,
+        CmObservation {
+            kind: "feature",
+            title: "Added a slow-network end-to-end test",
+            subtitle: "",
+            narrative: "The test throttles the network to 3G and clicks submit twice.",
+            facts: json!([]),
+            concepts: json!([]),
+            files_read: json!([]),
+            files_modified: json!(["e2e/login.spec.ts"]),
+        },
+    )
+    .await;
+    let docs = cm_session(
+        &mut db,
+        "cc-docs-1",
+        "mem-docs-1",
+        "docs",
+        CM_T0 + 2 * 86_400_000,
+    )
+    .await;
+    cm_prompt(
+        &mut db,
+        docs,
+        "cc-docs-1",
+        CM_T0 + 2 * 86_400_000 + 500,
+        "Write the upgrade guide",
+    )
+    .await;
+    let grown = import(&app, &["claude-mem", "--path", path]);
+    assert_eq!(
+        (
+            &grown["sessions"],
+            &grown["observations"],
+            &grown["memory_items"]
+        ),
+        (&json!(1), &json!(2), &json!(2)),
+        "{grown}"
+    );
+    let (seq,): (i64,) = sqlx::query_as("SELECT seq FROM memory_items WHERE kind = 'feature'")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        seq, 5,
+        "a row claude-mem added later follows the ones imported before"
+    );
+    assert_eq!(app.count("SELECT count(*) FROM memory_items").await, 7);
+    db.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_old_claude_mem_database_imports_and_other_files_are_refused() {
+    use sqlx::Connection as _;
+    let app = App::start_core().await;
+    let dir = tempfile::tempdir().unwrap();
+    // A database from claude-mem's first schema, found through CLAUDE_MEM_DATA_DIR.
+    let data = dir.path().join("cm-data");
+    std::fs::create_dir_all(&data).unwrap();
+    let mut db = claude_mem_db(&data.join("claude-mem.db"), CLAUDE_MEM_SCHEMA_V4).await;
+    sqlx::query(
+        "INSERT INTO sdk_sessions (claude_session_id, sdk_session_id, project, user_prompt,
+             started_at, started_at_epoch, status)
+         VALUES ('cc-old-1', 'sdk-old-1', 'legacy-api', 'Why is the rate limiter letting bursts through?', ?, ?, 'active')",
+    )
+    .bind(cm_iso(CM_T0))
+    .bind(CM_T0)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO observations (sdk_session_id, project, text, type, created_at, created_at_epoch)
+         VALUES ('sdk-old-1', 'legacy-api', 'The token bucket refilled per request instead of per second, so bursts passed the rate limiter.', 'bugfix', ?, ?)",
+    )
+    .bind(cm_iso(CM_T0 + 10_000))
+    .bind(CM_T0 + 10_000)
+    .execute(&mut db)
+    .await
+    .unwrap();
+    db.close().await.unwrap();
+    let run = |args: &[&str], env: &[(&str, &Path)]| {
+        std::process::Command::new(crate::harness::binary("mneme"))
+            .args(args)
+            .envs(app.env())
+            .env_remove("CLAUDE_MEM_DATA_DIR")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+            .output()
+            .unwrap()
+    };
+    let out = run(
+        &["import", "claude-mem", "--json", "--no-wait"],
+        &[("CLAUDE_MEM_DATA_DIR", &data)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            &done["read"]["observations"],
+            &done["read"]["prompts"],
+            &done["memory_items"]
+        ),
+        (&json!(1), &json!(1), &json!(2)),
+        "{done}"
+    );
+    let hits = mneme_search(&app, &["token bucket bursts", "--kind", "bugfix"]);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(
+        (&hits[0]["project"], &hits[0]["session_id"]),
+        (&json!("legacy-api"), &json!("claude-mem:cc-old-1"))
+    );
+    let hits = mneme_search(&app, &["rate limiter", "--concept", "claude-mem"]);
+    assert_eq!(hits.len(), 2, "the prompt and the observation: {hits:?}");
+    // The human summary, without --json.
+    let out = run(
+        &[
+            "import",
+            "claude-mem",
+            "--no-wait",
+            "--path",
+            data.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("0 memory items; 5 already here"),
+        "{text}"
+    );
+
+    // What is not claude-mem's database is refused, saying which file and what it lacks.
+    let refused = |args: &[&str], env: &[(&str, &Path)], wanted: &[&str]| {
+        let out = run(args, env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} was imported");
+        for w in wanted {
+            assert!(stderr.contains(w), "{args:?}: {stderr}");
+        }
+    };
+    let mneme_db = app.db_path();
+    let mneme_db = mneme_db.to_str().unwrap();
+    refused(
+        &["import", "claude-mem", "--path", mneme_db],
+        &[],
+        &[
+            mneme_db,
+            "is not a claude-mem database",
+            "no table sdk_sessions",
+        ],
+    );
+    let text_file = dir.path().join("notes.db");
+    std::fs::write(&text_file, "just some notes, not a database\n".repeat(200)).unwrap();
+    let text_file = text_file.to_str().unwrap();
+    refused(
+        &["import", "claude-mem", "--path", text_file],
+        &[],
+        &[text_file, "not an SQLite database"],
+    );
+    let lacking = dir.path().join("lacking.db");
+    let other = claude_mem_db(
+        &lacking,
+        "CREATE TABLE sdk_sessions (id INTEGER PRIMARY KEY, content_session_id TEXT, project TEXT, started_at_epoch INTEGER);
+         CREATE TABLE observations (id INTEGER PRIMARY KEY, memory_session_id TEXT, project TEXT, type TEXT);",
+    )
+    .await;
+    other.close().await.unwrap();
+    let lacking = lacking.to_str().unwrap();
+    refused(
+        &["import", "claude-mem", "--path", lacking],
+        &[],
+        &[lacking, "no column observations.created_at_epoch"],
+    );
+    // Nothing at claude-mem's default place: the place is named.
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    refused(
+        &["import", "claude-mem"],
+        &[("HOME", &home)],
+        &[format!(
+            "no claude-mem database at {}",
+            home.join(".claude-mem/claude-mem.db").display()
+        )
+        .as_str()],
+    );
+    assert_eq!(app.count("SELECT count(*) FROM memory_items").await, 2);
 }

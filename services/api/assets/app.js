@@ -3,7 +3,35 @@
 "use strict";
 
 const $ = (selector) => document.querySelector(selector);
-const state = { token: localStorage.getItem("mneme-token") || "", sessionsOffset: 0, source: null };
+const state = {
+  token: localStorage.getItem("mneme-token") || "",
+  sessionsOffset: 0,
+  source: null,
+  view: "",
+  // The home screen's pending refresh and its readiness poll.
+  refresh: null,
+  poll: null,
+};
+
+// `mneme up` prints the dashboard's address as http://…/#token=<token>. The token is kept as the
+// token form keeps it, and taken off the address at once, so it is neither left on screen nor
+// in the history, bookmarks or a screenshot. It is looked for when the page loads and on every
+// change of the address, as pasting that address into an open dashboard changes only its hash.
+// Returns whether a token was taken.
+function takeTokenFromAddress() {
+  const match = /^#token=([^&]*)/.exec(location.hash);
+  if (!match) return false;
+  let token = "";
+  try {
+    token = decodeURIComponent(match[1]).trim();
+  } catch (_) { /* a malformed escape is no token */ }
+  history.replaceState(null, "", location.pathname + location.search);
+  if (!token) return false;
+  state.token = token;
+  localStorage.setItem("mneme-token", token);
+  return true;
+}
+takeTokenFromAddress();
 
 function escapeHtml(text) {
   return String(text ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
@@ -22,6 +50,28 @@ function highlight(text, query) {
 function when(ms) {
   if (!ms) return "";
   return new Date(ms).toLocaleString();
+}
+
+// A UTC day ("2026-02-12") as the reader's locale writes a date.
+function dayLabel(day, options) {
+  const date = new Date(day + "T00:00:00Z");
+  if (Number.isNaN(date.getTime())) return String(day);
+  return date.toLocaleDateString(undefined, Object.assign({ timeZone: "UTC" }, options));
+}
+
+function number(n) {
+  return Number(n || 0).toLocaleString();
+}
+
+// "1 session", "2 sessions".
+function count(n, noun) {
+  return `${number(n)} ${noun}${Number(n) === 1 ? "" : "s"}`;
+}
+
+// The last part of a project path, which is what tells projects apart on a small screen.
+function projectName(project) {
+  const parts = String(project || "").split(/[\\/]/).filter(Boolean);
+  return parts.length ? parts[parts.length - 1] : "(no project)";
 }
 
 function kindBadge(kind) {
@@ -74,12 +124,194 @@ function connectStream() {
       try {
         feedItem(name, JSON.parse(event.data));
       } catch (_) { /* a malformed event is skipped, the stream goes on */ }
+      scheduleHomeRefresh();
     });
   }
   source.onerror = () => {
     $("#status").textContent = "reconnecting";
     $("#status").classList.remove("live");
   };
+}
+
+// Home -------------------------------------------------------------------------------------
+
+// What the first screen shows: how much is remembered, the latest sessions with their
+// summaries, the latest checkpoint to resume from, what recurs, and when the work happened.
+// With nothing stored it shows how to connect an agent instead.
+async function loadHome() {
+  const [stats, sessions, checkpoints, patterns] = await Promise.allSettled([
+    api("/v1/stats?days=30"),
+    api("/v1/sessions?limit=8&summaries=true"),
+    api("/v1/checkpoints?limit=1"),
+    api("/v1/patterns?limit=100&min_occurrences=2"),
+  ]);
+  if (stats.status === "rejected") {
+    $("#connect").hidden = true;
+    $("#overview").hidden = false;
+    $("#home-counts").innerHTML = `<p class="empty">${escapeHtml(stats.reason.message)}</p>`;
+    return;
+  }
+  const s = stats.value;
+  const empty = !s.counts.sessions && !s.counts.memory_items;
+  $("#connect").hidden = !empty;
+  $("#overview").hidden = empty;
+  if (empty) return;
+  const counts = [
+    ["sessions", s.counts.sessions], ["observations", s.counts.observations],
+    ["memory items", s.counts.memory_items], ["summaries", s.counts.session_summaries],
+    ["patterns", s.counts.patterns],
+  ];
+  $("#home-counts").innerHTML = counts.map(([k, v]) => `<div><b>${number(v)}</b>${escapeHtml(k)}</div>`).join("");
+  renderHomeSessions(sessions);
+  renderCheckpoint(checkpoints);
+  renderHomePatterns(patterns);
+  drawActivity(s.per_day, $("#home-activity"), $("#home-activity-range"));
+}
+
+function listItems(items, max) {
+  const shown = (items || []).slice(0, max).map((i) => `<li>${escapeHtml(i)}</li>`).join("");
+  const more = (items || []).length > max ? `<li class="hint">and ${items.length - max} more</li>` : "";
+  return shown ? `<ul class="bullets">${shown}${more}</ul>` : "";
+}
+
+function renderHomeSessions(result) {
+  const list = $("#home-sessions");
+  if (result.status === "rejected") {
+    list.innerHTML = `<li class="empty">${escapeHtml(result.reason.message)}</li>`;
+    return;
+  }
+  list.innerHTML = result.value.sessions.length ? "" : `<li class="empty">No sessions yet.</li>`;
+  for (const session of result.value.sessions) {
+    const summary = session.summary;
+    const li = document.createElement("li");
+    li.className = "session-card";
+    const title = session.title || (summary && summary.request) || session.id;
+    const errors = session.errors ? `, ${count(session.errors, "error")}` : "";
+    let body = `<p class="empty">No summary yet.</p>`;
+    if (summary) {
+      const status = summary.status === "final" ? "" : `<span class="kind">in progress</span>`;
+      // The request usually begins with the first prompt, which is the title already.
+      const request = summary.request || "";
+      const head = title.replace(/…$/, "");
+      const shown = request.startsWith(head) ? request.slice(head.length).replace(/^[\s;:.…]+/, "") : request;
+      const asked = shown || status ? `<p class="asked">${status}${escapeHtml(shown)}</p>` : "";
+      const files = summary.files_modified.length
+        ? `<p class="hint">${count(summary.files_modified.length, "file")} changed</p>` : "";
+      body = `<div class="summary">${asked}${listItems(summary.done, 3)}${files}</div>`;
+    }
+    li.innerHTML = `<a class="title" href="#/session/${encodeURIComponent(session.id)}">${escapeHtml(title)}</a>
+      <div class="hint"><span title="${escapeHtml(session.project)}">${escapeHtml(projectName(session.project))}</span> · ${escapeHtml(session.agent)} · ${when(session.last_event_at_ms)} · ${count(session.events, "event")}${errors}</div>
+      ${body}`;
+    list.append(li);
+  }
+}
+
+function renderCheckpoint(result) {
+  const box = $("#home-checkpoint");
+  if (result.status === "rejected") {
+    box.innerHTML = `<p class="empty">${escapeHtml(result.reason.message)}</p>`;
+    return;
+  }
+  const c = result.value.checkpoints[0];
+  if (!c) {
+    box.innerHTML = `<p class="empty">No checkpoint yet: one is made when an agent compacts its context.</p>`;
+    return;
+  }
+  const open = c.open_tasks.length ? `<h3>Open tasks</h3>${listItems(c.open_tasks, 5)}` : "";
+  const decisions = c.decisions.length ? `<h3>Decisions</h3>${listItems(c.decisions, 3)}` : "";
+  box.innerHTML = `<div class="panel checkpoint">
+      <div class="hint"><span title="${escapeHtml(c.project)}">${escapeHtml(projectName(c.project))}</span> · ${when(c.occurred_at_ms)} ·
+        <a href="#/session/${encodeURIComponent(c.session_id)}">open the session</a></div>
+      <p class="text">${escapeHtml(c.summary || c.text)}</p>${open}${decisions}
+    </div>`;
+}
+
+function renderHomePatterns(result) {
+  const list = $("#home-patterns");
+  if (result.status === "rejected") {
+    list.innerHTML = `<li class="empty">${escapeHtml(result.reason.message)}</li>`;
+    return;
+  }
+  // What recurs across the most sessions first: a pattern of one session is a habit of that
+  // session, one of many is how the project works. The api lists the most recent first.
+  const patterns = result.value.patterns
+    .slice()
+    .sort((a, b) => b.sessions - a.sessions || b.occurrences - a.occurrences || b.last_seen_at_ms - a.last_seen_at_ms)
+    .slice(0, 6);
+  list.innerHTML = patterns.length ? "" : `<li class="empty">Nothing has recurred yet.</li>`;
+  for (const p of patterns) {
+    const li = document.createElement("li");
+    li.className = "pattern";
+    li.innerHTML = `${kindBadge(p.kind)}<b>${escapeHtml(p.title)}</b>
+      <div class="hint">seen ${number(p.occurrences)}× in ${count(p.sessions, "session")} · last ${when(p.last_seen_at_ms)}</div>`;
+    list.append(li);
+  }
+}
+
+// Live events change what the home screen shows; it is redrawn at most every few seconds, so
+// an import of thousands of events does not redraw it thousands of times.
+function scheduleHomeRefresh() {
+  if (state.view !== "home" || state.refresh) return;
+  state.refresh = setTimeout(() => {
+    state.refresh = null;
+    if (state.view === "home") loadHome();
+  }, 3000);
+}
+
+// The services' backlogs, from /readyz: while retrieval still embeds, semantic search covers
+// only part of memory, and the reader should know how far it has got and how long it needs.
+function backlogLine(b) {
+  const what = b.name === "embedding"
+    ? `Semantic search covers ${number(b.done)} of ${number(b.total)} items`
+    : `${b.name.charAt(0).toUpperCase()}${b.name.slice(1)}: ${number(b.done)} of ${number(b.total)} done`;
+  let pace = "no progress measured yet";
+  if (b.rate_per_s > 0 && b.eta_ms > 0) {
+    const rate = b.rate_per_s >= 10 ? Math.round(b.rate_per_s) : b.rate_per_s.toFixed(1);
+    pace = `${rate} items/s, ${duration(b.eta_ms)} left`;
+  }
+  return `${what}; ${pace}.`;
+}
+
+function duration(ms) {
+  const minutes = Math.round(ms / 60000);
+  if (minutes < 1) return `about ${Math.max(1, Math.round(ms / 1000))} s`;
+  if (minutes < 60) return `about ${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  return `about ${hours} h ${minutes % 60} min`;
+}
+
+const SERVICE_ROLES = {
+  ingest: "nothing new is stored",
+  retrieval: "search does not answer",
+  compressor: "no new summaries or checkpoints",
+  pattern: "no new patterns",
+};
+
+async function loadReadiness() {
+  let pending = false;
+  try {
+    const response = await fetch("/readyz");
+    const ready = await response.json();
+    const lines = [];
+    const down = [];
+    for (const [service, health] of Object.entries(ready.services || {})) {
+      for (const b of health.backlogs || []) {
+        if (b.eta_ms !== 0 && b.done < b.total) lines.push(backlogLine(b));
+      }
+      if (!health.ok) down.push(`${service} (${SERVICE_ROLES[service] || health.detail})`);
+    }
+    pending = lines.length > 0;
+    $("#backlog").textContent = lines.join(" ");
+    $("#backlog").hidden = !pending;
+    $("#service-warning").textContent = down.length ? `Not answering: ${down.join("; ")}.` : "";
+    $("#service-warning").hidden = !down.length;
+  } catch (_) {
+    $("#service-warning").textContent = "The api does not answer.";
+    $("#service-warning").hidden = false;
+  }
+  // Every few seconds while something is behind, so the estimate moves; rarely otherwise.
+  clearTimeout(state.poll);
+  if (state.view === "home") state.poll = setTimeout(loadReadiness, pending ? 5000 : 30000);
 }
 
 // Search -----------------------------------------------------------------------------------
@@ -202,15 +434,52 @@ function barChart(rows, label, value) {
   return `<svg viewBox="0 0 ${width} ${height}" role="img">${bars.join("")}</svg>`;
 }
 
+// Observations per day, by when they happened. The api lists every day of the range, which
+// ends on the day of the newest event: imported history is drawn where it lies in time.
+function drawActivity(days, chart, caption) {
+  days = days || [];
+  const total = days.reduce((sum, d) => sum + d.observations, 0);
+  chart.dataset.from = days.length ? days[0].day : "";
+  chart.dataset.to = days.length ? days[days.length - 1].day : "";
+  chart.dataset.total = String(total);
+  if (!days.length || !total) {
+    caption.textContent = "";
+    chart.innerHTML = `<p class="empty">No activity in these ${days.length} days.</p>`;
+    return;
+  }
+  const long = { day: "numeric", month: "short", year: "numeric" };
+  caption.textContent = `${days.length} days to ${dayLabel(chart.dataset.to, long)}`;
+  // Drawn at the width it is shown at, so its labels keep the page's text size.
+  const width = Math.max(280, Math.round(chart.clientWidth || 600)), height = 150, top = 12, bottom = 20;
+  const max = Math.max(1, ...days.map((d) => d.observations));
+  const step = (width - 2) / days.length;
+  const every = Math.ceil(days.length / 6);
+  const parts = days.map((d, i) => {
+    const h = d.observations ? Math.max(1, Math.round((d.observations / max) * (height - top - bottom))) : 0;
+    const x = 1 + i * step;
+    const tip = `${dayLabel(d.day, long)}: ${count(d.observations, "event")}, ${count(d.prompts, "prompt")}, ${count(d.errors, "error")}`;
+    // Labelled back from the newest day, which is always named; it is anchored at its end so
+    // it never runs off the chart.
+    const last = i === days.length - 1;
+    const label = (days.length - 1 - i) % every === 0
+      ? `<text x="${(last ? width : x + step / 2).toFixed(1)}" y="${height - 5}" text-anchor="${last ? "end" : "middle"}">${escapeHtml(dayLabel(d.day, { day: "numeric", month: "short" }))}</text>` : "";
+    return `<rect x="${x.toFixed(1)}" y="${height - bottom - h}" width="${Math.max(1, step - 1).toFixed(1)}" height="${h}" data-day="${escapeHtml(d.day)}"><title>${escapeHtml(tip)}</title></rect>${label}`;
+  });
+  const axis = `<line x1="0" x2="${width}" y1="${height - bottom + 0.5}" y2="${height - bottom + 0.5}"></line>` +
+    `<text x="2" y="${top - 2}">${number(max)} a day</text>`;
+  chart.innerHTML = `<svg viewBox="0 0 ${width} ${height}" role="img" aria-label="events per day">${axis}${parts.join("")}</svg>`;
+}
+
 async function loadStats() {
+  const days = $("#stats-days").value || "30";
   try {
-    const s = await api("/v1/stats?days=30");
+    const s = await api(`/v1/stats?days=${encodeURIComponent(days)}`);
     const counts = Object.assign({}, s.counts, { "tokens saved": s.tokens.saved_by_summaries + s.tokens.saved_by_checkpoints,
       "store MB": (s.store.size_bytes / 1048576).toFixed(1) });
-    $("#counts").innerHTML = Object.entries(counts).map(([k, v]) => `<div><b>${escapeHtml(v)}</b>${escapeHtml(k.replaceAll("_", " "))}</div>`).join("");
-    $("#chart-days").innerHTML = s.per_day.length ? barChart(s.per_day, (r) => r.day, (r) => r.observations) : `<p class="empty">No activity.</p>`;
+    $("#counts").innerHTML = Object.entries(counts).map(([k, v]) => `<div><b>${escapeHtml(typeof v === "number" ? number(v) : v)}</b>${escapeHtml(k.replaceAll("_", " "))}</div>`).join("");
+    drawActivity(s.per_day, $("#chart-days"), $("#chart-days-range"));
     $("#chart-kinds").innerHTML = s.kinds.length ? barChart(s.kinds, (r) => r.kind, (r) => r.items) : `<p class="empty">Nothing indexed.</p>`;
-    $("#projects").innerHTML = s.projects.map((p) => `<li><b>${escapeHtml(p.project)}</b><div class="hint">${p.sessions} sessions · ${p.events} events · ${when(p.last_event_at_ms)}</div></li>`).join("");
+    $("#projects").innerHTML = s.projects.map((p) => `<li><b title="${escapeHtml(p.project)}">${escapeHtml(projectName(p.project))}</b><div class="hint">${escapeHtml(p.project)}<br>${count(p.sessions, "session")} · ${count(p.events, "event")} · ${when(p.last_event_at_ms)}</div></li>`).join("");
   } catch (error) {
     $("#counts").textContent = error.message;
   }
@@ -219,12 +488,17 @@ async function loadStats() {
 // Routing ----------------------------------------------------------------------------------
 
 function show(view) {
+  state.view = view;
   for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== "view-" + view;
   for (const link of document.querySelectorAll("#nav a")) link.classList.toggle("active", link.dataset.view === view);
 }
 
 function route() {
-  const hash = location.hash.replace(/^#\/?/, "") || "live";
+  if (takeTokenFromAddress()) {
+    $("#token-bar").hidden = true;
+    connectStream();
+  }
+  const hash = location.hash.replace(/^#\/?/, "") || "home";
   const [path, query] = hash.split("?");
   const [view, ...rest] = path.split("/");
   const params = new URLSearchParams(query || "");
@@ -234,7 +508,8 @@ function route() {
     case "session": show("session"); loadSession(decodeURIComponent(rest.join("/"))); break;
     case "patterns": show("patterns"); loadPatterns(); break;
     case "stats": show("stats"); loadStats(); break;
-    default: show("live");
+    // The home screen, under its old name too (`#/live`), so earlier links still open it.
+    default: show("home"); loadHome(); loadReadiness();
   }
 }
 
@@ -249,6 +524,7 @@ document.addEventListener("DOMContentLoaded", () => {
     location.hash = "#/search?" + params.toString();
   });
   $("#more-sessions").addEventListener("click", () => loadSessions(false));
+  $("#stats-days").addEventListener("change", loadStats);
   $("#token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     state.token = $("#token").value.trim();

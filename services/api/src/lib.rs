@@ -14,9 +14,10 @@
 //! (search, timeline and get to retrieval; archive and delete of sessions to ingest), and lists
 //! the services have no request for yet are read from the store, opened read-only, through the
 //! read models of the `archive` crate, which also writes and reads the export format.
-//! Security is in [`security`]: loopback by default, a token for anything exposed or
-//! destructive, CORS and writes limited to the dashboard's own origin, a rate limit per client,
-//! a body limit, and JSON errors with stable codes ([`error`]).
+//! Security is in [`security`]: loopback by default, a token always (`MNEME_API_TOKEN`, or one
+//! generated into `$MNEME_HOME/api-token` on first start) for anything exposed or destructive,
+//! CORS and writes limited to the dashboard's own origin, a rate limit per client, a body
+//! limit, and JSON errors with stable codes ([`error`]).
 
 // The OpenAPI document is one `json!` literal, deeper than the default macro recursion allows.
 #![recursion_limit = "512"]
@@ -72,12 +73,13 @@ pub struct Args {
 /// The settings specific to the api, also flattened into `mneme up`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ApiArgs {
-    /// Address to listen on. Anything but a loopback address requires `MNEME_API_TOKEN`.
+    /// Address to listen on. Beyond loopback, every request needs the token.
     #[arg(long = "api-addr", env = "MNEME_API_ADDR", default_value = DEFAULT_ADDR)]
     pub addr: SocketAddr,
 
-    /// Bearer token for write and destructive endpoints (always), and for every endpoint when
-    /// the api listens beyond loopback. Unset: writes are disabled.
+    /// Bearer token for write and destructive endpoints and MCP (always), and for every
+    /// endpoint when the api listens beyond loopback. Unset or empty: the token in
+    /// `$MNEME_HOME/api-token`, generated on first start (`mneme token` prints it).
     #[arg(long = "api-token", env = "MNEME_API_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 
@@ -112,27 +114,39 @@ impl Default for ApiArgs {
 }
 
 impl ApiArgs {
-    /// Refuse settings that would expose memory: a non-loopback address without a token.
+    /// The token set by `MNEME_API_TOKEN` (or `--api-token`), trimmed; empty means unset, as
+    /// compose passes an unset variable on as an empty one.
+    pub fn setting_token(&self) -> Option<&str> {
+        self.token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    }
+
+    /// Refuse a token setting anybody could guess: shorter than 16 characters, or a
+    /// placeholder such as the example in `.env.example`.
     pub fn check(&self) -> anyhow::Result<()> {
-        if let Some(token) = &self.token
-            && token.trim().len() < 16
-        {
-            anyhow::bail!("MNEME_API_TOKEN must be at least 16 characters");
-        }
-        if !self.addr.ip().is_loopback() && self.token.is_none() {
-            anyhow::bail!(
-                "the api would listen on {} beyond this machine without a token: set MNEME_API_TOKEN, or listen on 127.0.0.1",
-                self.addr
-            );
+        if let Some(token) = self.setting_token() {
+            security::check_strength(token).map_err(|weak| {
+                anyhow::anyhow!("MNEME_API_TOKEN {weak}: {}", security::TOKEN_HINT)
+            })?;
         }
         Ok(())
+    }
+
+    /// The token the api answers to: the setting's, or the token file's (written first when
+    /// there is none).
+    pub fn resolve_token(&self, common: &CommonArgs) -> anyhow::Result<security::ApiToken> {
+        security::ApiToken::resolve(self.setting_token(), &common.api_token_path())
     }
 }
 
 /// What every handler shares. Nothing here is memory: that lives with the services.
 pub struct State {
     pub nats: async_nats::Client,
-    pub token: Option<String>,
+    /// What requests are checked against; `None` only for `mneme mcp` over stdio, which serves
+    /// no HTTP.
+    pub token: Option<security::ApiToken>,
     /// Whether the api listens on loopback only.
     pub loopback: bool,
     pub origins: Vec<axum::http::HeaderValue>,
@@ -206,7 +220,8 @@ pub async fn ask<R: proto::Message + Default>(
         })
 }
 
-/// Build the state for an api listening on `addr`.
+/// Build the state for an api listening on `addr`, with the token setting only (no token file:
+/// what `mneme mcp` over stdio uses).
 pub fn state(
     nats: async_nats::Client,
     common: &CommonArgs,
@@ -214,9 +229,21 @@ pub fn state(
     addr: SocketAddr,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Arc<State>> {
+    let token = args.setting_token().map(security::ApiToken::fixed);
+    state_with(nats, common, args, addr, shutdown, token)
+}
+
+fn state_with(
+    nats: async_nats::Client,
+    common: &CommonArgs,
+    args: &ApiArgs,
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    token: Option<security::ApiToken>,
+) -> anyhow::Result<Arc<State>> {
     Ok(Arc::new(State {
         nats,
-        token: args.token.clone().map(|t| t.trim().to_owned()),
+        token,
         loopback: addr.ip().is_loopback(),
         origins: security::origins(addr, &args.origins),
         limiter: security::RateLimiter::new(args.rate_per_minute),
@@ -285,8 +312,32 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     args.check()?;
     let addr = listener.local_addr()?;
+    // Before NATS: a refused token stops the api at once, with the reason.
+    let token = args.resolve_token(&common)?;
+    if let security::TokenSource::File {
+        path,
+        generated: true,
+    } = token.source()
+    {
+        // Shown once, when it is made, the way a notebook server shows its token: whoever
+        // started the api can open the dashboard from its log. A token from the setting is
+        // never logged, and neither is this one again (`mneme token` prints it).
+        tracing::info!(path = %path.display(), "generated the api token (`mneme token` prints it, `mneme token rotate` replaces it)");
+        tracing::info!(
+            "dashboard: {}#token={}",
+            security::dashboard_url(addr),
+            token.current()
+        );
+    }
     let client = common::nats::connect(&common, SERVICE, Duration::from_secs(30)).await?;
-    let state = state(client.clone(), &common, &args, addr, shutdown.clone())?;
+    let state = state_with(
+        client.clone(),
+        &common,
+        &args,
+        addr,
+        shutdown.clone(),
+        Some(token),
+    )?;
     let counters = Arc::new(common::health::Counters::default());
     counters.set_detail(format!("http://{addr}"));
     let health = tokio::spawn(common::health::serve(

@@ -167,6 +167,11 @@ pub fn document() -> Value {
             "false (default): hide archived sessions; true: only archived; all: both.",
             json!({"type": "string", "enum": ["false", "true", "all"]}),
         ),
+        query(
+            "summaries",
+            "true: each session also carries its summary (`summary`, null before the compressor wrote one).",
+            json!({"type": "boolean", "default": false}),
+        ),
     ];
     session_list.extend(paging(50, 500));
     let mut one_session = vec![path_id("id", session_id.clone())];
@@ -277,6 +282,33 @@ pub fn document() -> Value {
                         "applied": {"type": "object", "properties": {"archived": {"type": "integer"}, "deleted": {"type": "integer"}}},
                     },
                 },
+                "Backlog": {
+                    "type": "object",
+                    "description": "Work a service has accepted and not finished, such as retrieval's items waiting for a vector.",
+                    "required": ["name", "done", "total", "rate_per_s", "eta_ms"],
+                    "properties": {
+                        "name": {"type": "string", "description": "What is behind, in a word (embedding)."},
+                        "done": {"type": "integer"}, "total": {"type": "integer"},
+                        "rate_per_s": {"type": "number", "description": "Items finished per second lately; 0 when nothing moved."},
+                        "eta_ms": {"type": "integer", "description": "Milliseconds until done at that rate; 0 when done, -1 when unknown."},
+                    },
+                },
+                "Ready": {
+                    "type": "object",
+                    "required": ["status", "nats", "services"],
+                    "properties": {
+                        "status": {"type": "string", "enum": ["ready", "degraded", "unavailable"]},
+                        "nats": {"type": "object", "properties": {"connected": {"type": "boolean"}}},
+                        "services": {"type": "object", "additionalProperties": {
+                            "type": "object",
+                            "required": ["ok", "detail", "backlogs"],
+                            "properties": {
+                                "ok": {"type": "boolean"}, "detail": {"type": "string"}, "uptime_ms": {"type": "integer"},
+                                "backlogs": {"type": "array", "items": {"$ref": "#/components/schemas/Backlog"}},
+                            },
+                        }},
+                    },
+                },
                 "Item": {
                     "type": "object",
                     "properties": {
@@ -291,7 +323,15 @@ pub fn document() -> Value {
         },
         "paths": {
             "/healthz": {"get": operation("healthz", "Liveness: the api process answers.", json!([]), ("200", ok("Alive.", object())), &[], false)},
-            "/readyz": {"get": operation("readyz", "Readiness: NATS and the services behind the api.", json!([]), ("200", ok("Ready (status ready or degraded).", object())), &["503"], false)},
+            "/readyz": {"get": {
+                "operationId": "readyz",
+                "summary": "Readiness: NATS and the services behind the api, with each service's backlogs.",
+                "parameters": [],
+                "responses": {
+                    "200": ok("Ready (status ready or degraded).", json!({"$ref": "#/components/schemas/Ready"})),
+                    "503": ok("Not ready: NATS or a service the api needs does not answer.", json!({"$ref": "#/components/schemas/Ready"})),
+                },
+            }},
             "/metrics": {"get": {
                 "operationId": "metrics", "summary": "Prometheus metrics.",
                 "responses": {"200": {"description": "Prometheus text format.", "content": {"text/plain": {"schema": {"type": "string"}}}}},
@@ -325,7 +365,7 @@ pub fn document() -> Value {
             "/v1/checkpoints": {"get": operation("checkpoints", "Resume points made at compactions.", json!(checkpoint_params),
                 ("200", ok("A page of checkpoints.", object())), &read_errors, false)},
             "/v1/stats": {"get": operation("stats", "Counts, storage, activity per project and per day, tokens saved.",
-                json!([query("days", "Days of per-day activity.", json!({"type": "integer", "minimum": 1, "maximum": 3650, "default": 30}))]),
+                json!([query("days", "Days of per-day activity (`per_day`, every day listed), ending on the day of the newest event (by when events happened, not when they were stored; never after today, and today when there is none).", json!({"type": "integer", "minimum": 1, "maximum": 3650, "default": 30}))]),
                 ("200", ok("Statistics.", object())), &read_errors, false)},
             "/v1/stream": {"get": {
                 "operationId": "stream",

@@ -77,11 +77,18 @@ async fn readyz(state: AppState) -> Response {
             );
             match tokio::time::timeout(Duration::from_secs(1), ask).await {
                 Ok(Ok(reply)) => match proto::HealthReply::decode(reply.payload) {
-                    Ok(h) => json!({"ok": h.ok, "detail": h.detail, "uptime_ms": h.uptime_ms}),
-                    Err(_) => json!({"ok": false, "detail": "unreadable health reply"}),
+                    Ok(h) => json!({
+                        "ok": h.ok,
+                        "detail": h.detail,
+                        "uptime_ms": h.uptime_ms,
+                        "backlogs": h.backlogs.iter().map(backlog_json).collect::<Vec<_>>(),
+                    }),
+                    Err(_) => {
+                        json!({"ok": false, "detail": "unreadable health reply", "backlogs": []})
+                    }
                 },
-                Ok(Err(_)) => json!({"ok": false, "detail": "not running"}),
-                Err(_) => json!({"ok": false, "detail": "no answer within 1s"}),
+                Ok(Err(_)) => json!({"ok": false, "detail": "not running", "backlogs": []}),
+                Err(_) => json!({"ok": false, "detail": "no answer within 1s", "backlogs": []}),
             }
         }
     });
@@ -113,6 +120,18 @@ async fn readyz(state: AppState) -> Response {
         ),
     )
         .into_response()
+}
+
+/// One queue of work behind a service, as `/readyz` lists it: `eta_ms` is 0 when it is done and
+/// -1 when nothing moves to estimate from.
+fn backlog_json(backlog: &proto::Backlog) -> Value {
+    json!({
+        "name": backlog.name,
+        "done": backlog.done,
+        "total": backlog.total,
+        "rate_per_s": finite(backlog.rate_per_s),
+        "eta_ms": backlog.eta_ms,
+    })
 }
 
 async fn metrics(state: AppState) -> Response {
@@ -477,6 +496,7 @@ async fn item(state: AppState, Path(id): Path<i64>) -> ApiResult<Json<Value>> {
 struct SessionsQuery {
     project: Option<String>,
     archived: Option<String>,
+    summaries: Option<bool>,
     limit: Option<u32>,
     offset: Option<u32>,
 }
@@ -497,6 +517,12 @@ async fn sessions(state: AppState, Query(query): Query<SessionsQuery>) -> ApiRes
     let limit = bounded("limit", query.limit, 50, 500)?;
     let offset = offset(query.offset)?;
     let pool = state.pool().await?;
+    if query.summaries == Some(true) {
+        let page =
+            archive::sessions::sessions_with_summaries(&pool, &project, archived, limit, offset)
+                .await?;
+        return Ok(Json(as_json(&page)?));
+    }
     let page = archive::sessions(&pool, &project, archived, limit, offset).await?;
     Ok(Json(as_json(&page)?))
 }

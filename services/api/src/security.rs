@@ -3,29 +3,35 @@
 //! The rules, in order:
 //! - `/healthz`, `/readyz` and the dashboard's static files are open (they hold no memory);
 //! - anything that writes or deletes (`POST`, `PUT`, `PATCH`, `DELETE` under `/v1`) needs the
-//!   token always, and is refused outright when no token is configured;
-//! - `/mcp` needs the token whenever one is configured;
-//! - everything else needs the token when the api is bound to a non-loopback address (the api
-//!   refuses to start there without one);
+//!   token always;
+//! - `/mcp` needs the token always: its tools save memories and make collections, and what an
+//!   agent is told comes from there, so another user of this machine must not reach it
+//!   (agent hosts run `mneme mcp` over stdio, which never passes through here);
+//! - everything else needs the token when the api is bound to a non-loopback address;
 //! - a browser request from another origin may not write, whatever its credentials.
+//!
+//! There is always a token ([`ApiToken`]): `MNEME_API_TOKEN` when it is set, else the one in
+//! `$MNEME_HOME/api-token`, generated on first start (32 random bytes, mode 0600) and re-read
+//! when `mneme token rotate` replaces it, so a running api takes the new one without a restart.
 
 use crate::State;
 use crate::error::ApiError;
+use anyhow::Context as _;
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 /// What a request needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Need {
     Nothing,
-    /// The token when one is configured (or the api is not on loopback).
-    TokenIfSet,
     /// The token when the api is not on loopback.
     TokenIfExposed,
     /// The token, always.
@@ -37,7 +43,7 @@ fn need(method: &Method, path: &str) -> Need {
     if path == "/healthz" || path == "/readyz" {
         Need::Nothing
     } else if path == "/mcp" || path.starts_with("/mcp/") {
-        Need::TokenIfSet
+        Need::Token
     } else if path.starts_with("/v1/") || path == "/metrics" {
         if writes {
             Need::Token
@@ -100,31 +106,32 @@ fn check(state: &State, request: &Request) -> Result<(), ApiError> {
             "requests that change memory are only accepted from the dashboard's own origin",
         ));
     }
-    let needed = match need(method, path) {
+    match need(method, path) {
         Need::Nothing => return Ok(()),
         Need::TokenIfExposed if state.loopback => return Ok(()),
-        Need::TokenIfSet if state.token.is_none() => return Ok(()),
-        needed => needed,
-    };
-    let Some(expected) = state.token.as_deref() else {
-        debug_assert_eq!(needed, Need::Token);
+        Need::TokenIfExposed | Need::Token => {}
+    }
+    // Only the state `mneme mcp` builds for stdio has no token, and it serves no HTTP; should
+    // one ever be served, it fails closed.
+    let Some(token) = state.token.as_ref() else {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "token_required",
-            "this endpoint changes memory and is disabled until MNEME_API_TOKEN is set",
+            "this endpoint needs the api token, and this api has none",
         ));
     };
+    let expected = token.current();
     match presented(request) {
-        Some(token) if same(token.as_bytes(), expected.as_bytes()) => Ok(()),
+        Some(presented) if same(presented.as_bytes(), expected.as_bytes()) => Ok(()),
         Some(_) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "invalid_token",
-            "the token does not match MNEME_API_TOKEN",
+            "the token does not match the api's token (`mneme token` prints it)",
         )),
         None => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "this endpoint needs the api token: send `authorization: bearer <MNEME_API_TOKEN>`",
+            "this endpoint needs the api token: send `authorization: bearer <token>` (`mneme token` prints it)",
         )),
     }
 }
@@ -213,6 +220,440 @@ impl RateLimiter {
     }
 }
 
+/// How often a running api looks at the token file for a rotated token: a `stat` at most
+/// once a second costs nothing, and `mneme token rotate` takes effect within that second.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// The fewest characters a token may have.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// What `mneme token` and the api tell a person who set a token that is refused.
+pub const TOKEN_HINT: &str = "unset it to have mneme generate one (`mneme token` prints it), or set a random one (openssl rand -hex 32)";
+
+/// Why a token is refused; callers say which token (the setting or the file) it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WeakToken {
+    #[error("must be at least {MIN_TOKEN_CHARS} characters")]
+    TooShort,
+    #[error("must not contain spaces or control characters")]
+    Whitespace,
+    #[error("is a placeholder, not a secret")]
+    Placeholder,
+}
+
+/// Refuse a token anybody could guess: too short, or a placeholder (the example of
+/// `.env.example`, `change-me…`, words such as `secret`, `password`, `token` and `example` on
+/// their own, one character repeated, a run such as `0123456789abcdef`).
+pub fn check_strength(token: &str) -> Result<(), WeakToken> {
+    if token.chars().count() < MIN_TOKEN_CHARS {
+        return Err(WeakToken::TooShort);
+    }
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(WeakToken::Whitespace);
+    }
+    if is_placeholder(token) {
+        return Err(WeakToken::Placeholder);
+    }
+    Ok(())
+}
+
+/// Words that make up the placeholders people paste, separated by spaces: a token made of
+/// nothing else (in any case, with any separators) is one. Digits, or any word not here, make
+/// it something else.
+const PLACEHOLDER_WORDS: &str = "\
+    a abc access admin an and any api auth bar baz bearer change changeit default demo dev \
+    dummy enter example fake foo generate here insert key letmein long me mneme my new of or \
+    pass passwd password passphrase placeholder please put qwerty random replace sample \
+    secret secure set some string strong super test testing the this to token value very \
+    with xxx your";
+
+/// Beginnings that say "replace me" whatever follows, separated by spaces.
+const PLACEHOLDER_PREFIXES: &str =
+    "changeme replaceme setme fillme putyour insertyour enteryour yourtoken yoursecret yourapi";
+
+fn is_placeholder(token: &str) -> bool {
+    let normal: String = token
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    // So few different characters is a pattern, not a secret (`aaaa…`, `abab…`, `-_-_…`); a
+    // generated token of 43 characters from 64 has dozens.
+    let mut distinct: Vec<char> = token.chars().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() <= 3 {
+        return true;
+    }
+    if PLACEHOLDER_PREFIXES
+        .split_whitespace()
+        .any(|p| normal.starts_with(p))
+    {
+        return true;
+    }
+    // `0123456789abcdef…`, `1234567890123…`, `abcdefghijklmnop…`: every character the one
+    // after the last (digits wrapping to 0 or going on to letters).
+    let ascending = normal.as_bytes().windows(2).all(|w| match w[0] {
+        b'9' => w[1] == b'0' || w[1] == b'a',
+        b'z' => w[1] == b'a' || w[1] == b'0',
+        c => w[1] == c + 1,
+    });
+    if normal.len() >= MIN_TOKEN_CHARS && ascending {
+        return true;
+    }
+    // Placeholder words, with at most a number anybody would pick between them
+    // (`password1234567890`, `test-token-0123456789`, `secret-2024-token`).
+    let mut letters = false;
+    let mut runs = normal
+        .as_bytes()
+        .chunk_by(|a, b| a.is_ascii_digit() == b.is_ascii_digit());
+    runs.all(|run| {
+        if run[0].is_ascii_digit() {
+            simple_number(run)
+        } else {
+            letters = true;
+            std::str::from_utf8(run).is_ok_and(made_of_words)
+        }
+    }) && letters
+}
+
+/// A number that takes no guessing: four digits or fewer (a year, a PIN), or digits that count
+/// up or down by one, or one digit repeated.
+fn simple_number(digits: &[u8]) -> bool {
+    let steps = |step: fn(u8) -> u8| digits.windows(2).all(|w| w[1] == step(w[0]));
+    digits.len() <= 4
+        || steps(|d| if d == b'9' { b'0' } else { d + 1 })
+        || steps(|d| if d == b'0' { b'9' } else { d - 1 })
+        || steps(|d| d)
+}
+
+/// Whether `text` (lowercase letters) splits into [`PLACEHOLDER_WORDS`] with nothing left over.
+fn made_of_words(text: &str) -> bool {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_lowercase()) {
+        return false;
+    }
+    // reachable[i]: the first i bytes split into words.
+    let mut reachable = vec![false; text.len() + 1];
+    reachable[0] = true;
+    for start in 0..text.len() {
+        if !reachable[start] {
+            continue;
+        }
+        for word in PLACEHOLDER_WORDS.split_whitespace() {
+            if text[start..].starts_with(word) {
+                reachable[start + word.len()] = true;
+            }
+        }
+    }
+    reachable[text.len()]
+}
+
+/// Where the api's token comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `MNEME_API_TOKEN` (or `--api-token`): fixed for the life of the process, never logged.
+    Setting,
+    /// The token file; `generated` when this process wrote it because there was none.
+    File { path: PathBuf, generated: bool },
+}
+
+/// The api's token, as a request is checked against it: the setting's, or the token file's,
+/// re-read when the file changes.
+#[derive(Debug)]
+pub struct ApiToken {
+    source: TokenSource,
+    current: Mutex<Current>,
+}
+
+#[derive(Debug)]
+struct Current {
+    token: Arc<str>,
+    /// The file as it was when `token` was read from it; `None` for the setting, or when the
+    /// file was gone at the last look.
+    stamp: Option<Stamp>,
+    checked: Instant,
+}
+
+/// Enough of a file's metadata to tell it changed: a rotation renames a new file into place,
+/// which changes the inode even when the clock's resolution hides the new modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    inode: u64,
+}
+
+fn stamp(path: &Path) -> std::io::Result<Stamp> {
+    let metadata = std::fs::metadata(path)?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&metadata);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Ok(Stamp {
+        modified: metadata.modified().ok(),
+        len: metadata.len(),
+        inode,
+    })
+}
+
+impl ApiToken {
+    /// A token from the setting, checked already.
+    pub fn fixed(token: &str) -> ApiToken {
+        ApiToken {
+            source: TokenSource::Setting,
+            current: Mutex::new(Current {
+                token: token.into(),
+                stamp: None,
+                checked: Instant::now(),
+            }),
+        }
+    }
+
+    /// The token the api uses: the setting (`MNEME_API_TOKEN`, trimmed, empty meaning unset)
+    /// when there is one, else the token file at `path`, written with a new token when there
+    /// is none. A weak setting or a weak or unreadable file is an error, never a fallback.
+    pub fn resolve(setting: Option<&str>, path: &Path) -> anyhow::Result<ApiToken> {
+        if let Some(token) = setting {
+            check_strength(token)
+                .map_err(|weak| anyhow::anyhow!("MNEME_API_TOKEN {weak}: {TOKEN_HINT}"))?;
+            return Ok(ApiToken::fixed(token));
+        }
+        let (token, generated) = load_or_create(path)?;
+        Ok(ApiToken {
+            source: TokenSource::File {
+                path: path.to_owned(),
+                generated,
+            },
+            current: Mutex::new(Current {
+                token: token.into(),
+                stamp: stamp(path).ok(),
+                checked: Instant::now(),
+            }),
+        })
+    }
+
+    pub fn source(&self) -> &TokenSource {
+        &self.source
+    }
+
+    /// The token in force. From a file, the file is looked at again at most once a [`RECHECK`]
+    /// and read again when it changed; a file that went missing or holds a token that would
+    /// be refused keeps the token in force (with a warning), so the api never falls open.
+    pub fn current(&self) -> Arc<str> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let TokenSource::File { path, .. } = &self.source
+            && current.checked.elapsed() >= RECHECK
+        {
+            current.checked = Instant::now();
+            reload(path, &mut current);
+        }
+        current.token.clone()
+    }
+}
+
+/// Read the token file again when its stamp changed since the last look.
+fn reload(path: &Path, current: &mut Current) {
+    let now = match stamp(path) {
+        Ok(now) => Some(now),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => {
+            tracing::warn!(path = %path.display(), %error, "cannot look at the api token file; keeping the token in use");
+            return;
+        }
+    };
+    if now == current.stamp {
+        return;
+    }
+    current.stamp = now;
+    match read_token_file(path) {
+        Ok(Some(token)) if *token != *current.token => {
+            current.token = token.into();
+            tracing::info!(path = %path.display(), "the api token was rotated; the previous one is refused from now on");
+        }
+        Ok(Some(_)) => {}
+        Ok(None) => tracing::warn!(
+            path = %path.display(),
+            "the api token file is gone; keeping the token in use (`mneme token rotate` writes a new one)"
+        ),
+        Err(error) => tracing::warn!(
+            error = format!("{error:#}"),
+            "the api token file changed but cannot be used; keeping the token in use"
+        ),
+    }
+}
+
+/// The token in the file at `path`, `None` when there is no file. A file others may read, or
+/// holding a token that would be refused, is an error naming the file and the remedy.
+pub fn read_token_file(path: &Path) -> anyhow::Result<Option<String>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => {
+            return Err(error)
+                .with_context(|| format!("reading the api token from {}", path.display()));
+        }
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path)
+            .with_context(|| format!("reading the api token from {}", path.display()))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            anyhow::bail!(
+                "the api token file {} may be read by other users (mode {:o}): chmod 600 it, or `mneme token rotate` for a new one",
+                path.display(),
+                mode & 0o777
+            );
+        }
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("the api token file {} is not text", path.display()))?;
+    let token = text.trim();
+    check_strength(token).map_err(|weak| {
+        anyhow::anyhow!(
+            "the token in {} {weak}: remove the file to have a new one generated, or `mneme token rotate`",
+            path.display()
+        )
+    })?;
+    Ok(Some(token.to_owned()))
+}
+
+/// A new token: 32 bytes from the operating system's generator, base64url without padding
+/// (43 characters, safe in a URL fragment, a header and a query).
+pub fn generate_token() -> anyhow::Result<String> {
+    loop {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|error| anyhow::anyhow!("reading random bytes from the system: {error}"))?;
+        let token = base64url(&bytes);
+        // Never true in practice; checked so a generated token is never one the api refuses.
+        if check_strength(&token).is_ok() {
+            return Ok(token);
+        }
+    }
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+        }
+    }
+    out
+}
+
+/// The token in the file at `path`, or a new one written there when there is none (`true`).
+/// The file appears whole or not at all: it is written under another name and linked into
+/// place, which fails when another process got there first, whose token is then the one.
+pub fn load_or_create(path: &Path) -> anyhow::Result<(String, bool)> {
+    if let Some(token) = read_token_file(path)? {
+        return Ok((token, false));
+    }
+    let token = generate_token()?;
+    let temp = write_temp(path, &token)?;
+    let linked = std::fs::hard_link(&temp, path);
+    let outcome = match linked {
+        Ok(()) => Ok((token, true)),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let theirs = read_token_file(path)?
+                .with_context(|| format!("{} appeared and vanished again", path.display()))?;
+            Ok((theirs, false))
+        }
+        // A file system without hard links: a rename is as atomic, only not exclusive.
+        Err(_) => std::fs::rename(&temp, path)
+            .map(|()| (token, true))
+            .with_context(|| format!("writing the api token to {}", path.display())),
+    };
+    let _ = std::fs::remove_file(&temp);
+    sync_dir(path);
+    outcome
+}
+
+/// Replace the token in the file at `path` with a new one, atomically, and return it.
+pub fn rotate_token_file(path: &Path) -> anyhow::Result<String> {
+    let token = generate_token()?;
+    let temp = write_temp(path, &token)?;
+    if let Err(error) = std::fs::rename(&temp, path) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error).with_context(|| format!("writing the api token to {}", path.display()));
+    }
+    sync_dir(path);
+    Ok(token)
+}
+
+/// Write `token` to a new file beside `path`, readable by its owner only, flushed to disk.
+fn write_temp(path: &Path, token: &str) -> anyhow::Result<PathBuf> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "creating {} for the api token: set MNEME_API_TOKEN, or let mneme write there",
+            dir.display()
+        )
+    })?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "api-token".into(), |n| n.to_string_lossy());
+    let temp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        &generate_token()?[..8]
+    ));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let written = options.open(&temp).and_then(|mut file| {
+        file.write_all(format!("{token}\n").as_bytes())?;
+        file.sync_all()
+    });
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error).with_context(|| {
+            format!(
+                "writing the api token to {}: set MNEME_API_TOKEN, or let mneme write there",
+                dir.display()
+            )
+        });
+    }
+    Ok(temp)
+}
+
+/// Make a rename or link in `path`'s directory durable; best effort, as not every system can.
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent()
+        && let Ok(dir) = std::fs::File::open(dir)
+    {
+        let _ = dir.sync_all();
+    }
+}
+
+/// Where a browser opens the dashboard of an api listening on `addr`: an unspecified address
+/// (`0.0.0.0`, as in a container) is reached on loopback.
+pub fn dashboard_url(addr: SocketAddr) -> String {
+    let mut addr = addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr.ip() {
+            IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        });
+    }
+    format!("http://{addr}/")
+}
+
 /// Answer a request nothing else answered.
 pub async fn not_found() -> Response {
     ApiError::not_found("no such endpoint; the api is described at /v1/openapi.json")
@@ -229,7 +670,8 @@ mod tests {
         assert_eq!(need(&Method::DELETE, "/v1/sessions/x"), Need::Token);
         assert_eq!(need(&Method::GET, "/v1/search"), Need::TokenIfExposed);
         assert_eq!(need(&Method::GET, "/metrics"), Need::TokenIfExposed);
-        assert_eq!(need(&Method::POST, "/mcp"), Need::TokenIfSet);
+        assert_eq!(need(&Method::POST, "/mcp"), Need::Token);
+        assert_eq!(need(&Method::GET, "/mcp"), Need::Token);
         assert_eq!(need(&Method::GET, "/healthz"), Need::Nothing);
         assert_eq!(need(&Method::GET, "/"), Need::Nothing);
     }
@@ -252,5 +694,76 @@ mod tests {
         assert!(same(b"secret", b"secret"));
         assert!(!same(b"secret", b"secreT"));
         assert!(!same(b"secret", b"secret2"));
+    }
+
+    #[test]
+    fn placeholders_are_refused_and_real_tokens_are_not() {
+        for weak in [
+            "change-me-to-a-long-random-token",
+            "CHANGE_ME_please_0123456789",
+            "changeme-changeme",
+            "your-api-token-here",
+            "my-super-secret-token",
+            "secretsecretsecret",
+            "password-password",
+            "test-test-test-test",
+            "example-token-value",
+            "MNEME_API_TOKEN_VALUE",
+            "aaaaaaaaaaaaaaaaaaaa",
+            "abababababababababab",
+            "0123456789abcdefghij",
+            "1234567890123456",
+            "password1234567890",
+            "test-token-0123456789",
+            "secret-2024-token-9876543210",
+            "token_11111111_token",
+        ] {
+            assert_eq!(check_strength(weak), Err(WeakToken::Placeholder), "{weak}");
+        }
+        assert_eq!(check_strength("short"), Err(WeakToken::TooShort));
+        assert_eq!(
+            check_strength("has a space in it 0123"),
+            Err(WeakToken::Whitespace)
+        );
+        for strong in [
+            "mcp-token-0123456789",
+            "test-token-8302957146",
+            "compose-test-3f9a1c0e5b7d2a4c6e8f0a1b",
+            "k3Xq-9vTz_PqL2mN8wRy5sU0",
+            &generate_token().unwrap(),
+        ] {
+            assert_eq!(check_strength(strong), Ok(()), "{strong}");
+        }
+    }
+
+    #[test]
+    fn generated_tokens_are_long_url_safe_and_different() {
+        let a = generate_token().unwrap();
+        let b = generate_token().unwrap();
+        assert_eq!(a.len(), 43, "{a}");
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'),
+            "{a}"
+        );
+        assert_ne!(a, b);
+        assert_eq!(base64url(b"\xff\xfe\xfd"), "__79");
+        assert_eq!(base64url(b"any carnal pleas"), "YW55IGNhcm5hbCBwbGVhcw");
+    }
+
+    #[test]
+    fn dashboard_urls_name_loopback_for_an_unspecified_address() {
+        assert_eq!(
+            dashboard_url("0.0.0.0:7437".parse().unwrap()),
+            "http://127.0.0.1:7437/"
+        );
+        assert_eq!(
+            dashboard_url("[::]:80".parse().unwrap()),
+            "http://[::1]:80/"
+        );
+        assert_eq!(
+            dashboard_url("192.0.2.1:7437".parse().unwrap()),
+            "http://192.0.2.1:7437/"
+        );
     }
 }

@@ -25,7 +25,8 @@ pub struct Summary {
     pub updated_at_ms: i64,
 }
 
-const SUMMARY_COLUMNS: &str = "status, request, done, decisions, open_items, files_modified,
+pub(crate) const SUMMARY_COLUMNS: &str =
+    "status, request, done, decisions, open_items, files_modified,
     text, compressor, updated_at AS updated_at_ms";
 
 /// The summary of one session, when it has one.

@@ -16,6 +16,7 @@
 //!
 //! It knows nothing of HTTP: the api wraps these in handlers, the command line in commands.
 
+pub mod claude_mem;
 pub mod derived;
 mod export;
 pub mod format;
@@ -27,6 +28,7 @@ pub mod titles;
 #[cfg(test)]
 mod tests;
 
+pub use claude_mem::{ClaudeMem, ClaudeMemError, ClaudeMemImported};
 pub use derived::{
     Checkpoint, CheckpointPage, Pattern, PatternPage, Summary, checkpoints, patterns,
     project_patterns, project_summaries,

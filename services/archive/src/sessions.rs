@@ -1,7 +1,7 @@
 //! Sessions and their observations (ingest's tables), as the api and the command line show them.
 
 use crate::JsonList;
-use crate::derived::{self, Checkpoint, Summary};
+use crate::derived::{self, Checkpoint, SUMMARY_COLUMNS, Summary};
 use serde::Serialize;
 use sqlx::SqlitePool;
 
@@ -41,13 +41,30 @@ const SESSION_COLUMNS: &str = "id, agent, project, cwd, model, started_at AS sta
     (SELECT title FROM observations o WHERE o.session_id = sessions.id AND o.kind = 'prompt'
      ORDER BY o.id LIMIT 1) AS title";
 
-/// A page of sessions, with the total matching.
+/// A page of sessions, with the total matching: list entries ([`Session`]), or list entries
+/// with their summaries ([`SummarisedSession`]).
 #[derive(Debug, Clone, Serialize)]
-pub struct SessionPage {
+pub struct SessionPage<S = Session> {
     pub total: i64,
     pub limit: u32,
     pub offset: u32,
-    pub sessions: Vec<Session>,
+    pub sessions: Vec<S>,
+}
+
+/// A session in a list, with its summary when the compressor has written one.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummarisedSession {
+    #[serde(flatten)]
+    pub session: Session,
+    pub summary: Option<Summary>,
+}
+
+/// A summary with the session it belongs to, to pair summaries with a page of sessions.
+#[derive(sqlx::FromRow)]
+struct SessionSummary {
+    session_id: String,
+    #[sqlx(flatten)]
+    summary: Summary,
 }
 
 /// Sessions, most recent first, with the total matching; an empty `project` matches all.
@@ -84,6 +101,50 @@ pub async fn sessions(
         limit,
         offset,
         sessions,
+    })
+}
+
+/// Like [`sessions`], each session with its summary (`None` before the compressor wrote one):
+/// what a list needs to say what each session did without opening it.
+pub async fn sessions_with_summaries(
+    pool: &SqlitePool,
+    project: &str,
+    archived: Archived,
+    limit: u32,
+    offset: u32,
+) -> Result<SessionPage<SummarisedSession>, sqlx::Error> {
+    let page = sessions(pool, project, archived, limit, offset).await?;
+    // One query for the page's summaries, the ids passed as one JSON array.
+    let ids = serde_json::Value::from(
+        page.sessions
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .to_string();
+    let found: Vec<SessionSummary> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT session_id, {SUMMARY_COLUMNS} FROM session_summaries
+         WHERE session_id IN (SELECT value FROM json_each(?))"
+    )))
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    let mut summaries: std::collections::HashMap<String, Summary> = found
+        .into_iter()
+        .map(|row| (row.session_id, row.summary))
+        .collect();
+    Ok(SessionPage {
+        total: page.total,
+        limit: page.limit,
+        offset: page.offset,
+        sessions: page
+            .sessions
+            .into_iter()
+            .map(|session| SummarisedSession {
+                summary: summaries.remove(&session.id),
+                session,
+            })
+            .collect(),
     })
 }
 

@@ -1,5 +1,10 @@
 //! How much is remembered: counts of every service's rows, activity per project and per day,
 //! and what compression saved.
+//!
+//! Activity is counted by the time each event happened (`observations.occurred_at`, the time the
+//! host recorded it), never by the time it was stored, so history imported today is counted on
+//! the days it was made. The days shown end on the day of the newest event rather than today:
+//! a store filled with last year's sessions shows last year, not an empty month.
 
 use serde::Serialize;
 use sqlx::SqlitePool;
@@ -68,8 +73,8 @@ pub struct ProjectActivity {
     pub last_event_at_ms: i64,
 }
 
-/// Observations of one UTC day.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+/// Observations of one UTC day (by the time they happened).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
 pub struct DayActivity {
     /// The day, as `YYYY-MM-DD`.
     #[sqlx(try_from = "i64")]
@@ -108,12 +113,15 @@ pub struct Stats {
     pub kinds: Vec<KindCount>,
     /// The 50 projects with the latest events, latest first.
     pub projects: Vec<ProjectActivity>,
-    /// Observations per day over the days asked for, oldest first.
+    /// Observations per day over the days asked for, ending on the day of the newest event
+    /// (see [`activity`]), oldest first, every day of the range listed (days without events
+    /// count zero).
     pub per_day: Vec<DayActivity>,
     pub tokens: Tokens,
 }
 
-/// Counts, activity per project and, over the last `days`, per day, and what compression saved.
+/// Counts, activity per project and per day (over the `days` days ending on the newest event's,
+/// see [`activity`]), and what compression saved.
 pub async fn stats(pool: &SqlitePool, days: u32) -> Result<Stats, sqlx::Error> {
     let counts = counts(pool).await?;
     let kinds = sqlx::query_as(
@@ -129,15 +137,7 @@ pub async fn stats(pool: &SqlitePool, days: u32) -> Result<Stats, sqlx::Error> {
     )
     .fetch_all(pool)
     .await?;
-    let since = common::time::now_ms() - i64::from(days) * 86_400_000;
-    let per_day = sqlx::query_as(
-        "SELECT occurred_at / 86400000 AS day, count(*) AS observations,
-                sum(kind = 'prompt') AS prompts, sum(kind = 'tool_failure') AS errors
-         FROM observations WHERE occurred_at >= ? GROUP BY day ORDER BY day",
-    )
-    .bind(since)
-    .fetch_all(pool)
-    .await?;
+    let per_day = activity(pool, days, common::time::now_ms()).await?;
     // A summary's tokens are estimated at four characters each, as the compressor counts them.
     let tokens = sqlx::query_as(
         "WITH t AS (
@@ -158,4 +158,52 @@ pub async fn stats(pool: &SqlitePool, days: u32) -> Result<Stats, sqlx::Error> {
         per_day,
         tokens,
     })
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// Observations per UTC day, by the time they happened, over the `days` days that end on the
+/// day of the newest observation; every day of the range is listed, oldest first, with zeros
+/// where nothing happened, so a chart of them is to scale.
+///
+/// The range ends on the newest event's day rather than on today's, so history imported from
+/// last year is shown where it lies instead of as an empty month; while events arrive live the
+/// newest is today, and the range is the last `days` days as before. An event dated after `now`
+/// (a host with its clock ahead) never moves the range into the future, and an empty store
+/// shows the days ending today.
+pub async fn activity(
+    pool: &SqlitePool,
+    days: u32,
+    now: i64,
+) -> Result<Vec<DayActivity>, sqlx::Error> {
+    let newest: Option<i64> = sqlx::query_scalar("SELECT max(occurred_at) FROM observations")
+        .fetch_one(pool)
+        .await?;
+    let last_day = newest.unwrap_or(now).min(now).div_euclid(DAY_MS);
+    let first_day = last_day - i64::from(days.max(1)) + 1;
+    let counted: Vec<DayActivity> = sqlx::query_as(
+        "SELECT occurred_at / 86400000 AS day, count(*) AS observations,
+                sum(kind = 'prompt') AS prompts, sum(kind = 'tool_failure') AS errors
+         FROM observations WHERE occurred_at >= ?1 AND occurred_at < ?2
+         GROUP BY day ORDER BY day",
+    )
+    .bind(first_day * DAY_MS)
+    .bind((last_day + 1) * DAY_MS)
+    .fetch_all(pool)
+    .await?;
+    let mut counted = counted.into_iter().peekable();
+    let mut per_day = Vec::with_capacity((last_day - first_day + 1) as usize);
+    for day in first_day..=last_day {
+        let label = UtcDay::from(day);
+        match counted.next_if(|row| row.day == label) {
+            Some(row) => per_day.push(row),
+            None => per_day.push(DayActivity {
+                day: label,
+                observations: 0,
+                prompts: 0,
+                errors: 0,
+            }),
+        }
+    }
+    Ok(per_day)
 }

@@ -152,6 +152,20 @@ async fn sessions_answer_in_the_shape_the_api_always_sent() {
     expected["checkpoints"] =
         value(&checkpoints(pool, "", "s1", 50, 0).await.unwrap())["checkpoints"].clone();
     assert_sent(&detail, expected);
+    // With summaries, each list entry is the same entry with its summary after it.
+    let summarised = sessions::sessions_with_summaries(pool, "", Archived::Include, 10, 0)
+        .await
+        .unwrap();
+    let mut with_summary = s1.clone();
+    with_summary["summary"] = value(&derived::summary(pool, "s1").await.unwrap());
+    assert_eq!(summarised.total, 2);
+    assert_sent(&summarised.sessions[0], with_summary);
+    assert_eq!(
+        summarised.sessions[0].summary.as_ref().unwrap().request,
+        "fix the build"
+    );
+    assert_eq!(summarised.sessions[1].session.id, "s2");
+    assert!(summarised.sessions[1].summary.is_none());
     let first = value(&session(pool, "s1", 1, 0).await.unwrap().unwrap());
     assert_eq!(first["observations"][0]["item_id"], 7);
     let s2 = value(&session(pool, "s2", 10, 0).await.unwrap().unwrap());
@@ -236,6 +250,7 @@ async fn stats_count_every_table_and_what_compression_saved() {
     assert_eq!(stats["projects"][1]["sessions"], 1);
     // The two observations are a millisecond apart, which may be either side of midnight.
     let days = stats["per_day"].as_array().unwrap();
+    assert_eq!(days.len(), 30, "every day of the range is listed");
     assert_eq!(days.last().unwrap()["day"], common::time::utc_day(now + 1));
     let total = |field: &str| days.iter().map(|d| d[field].as_i64().unwrap()).sum::<i64>();
     assert_eq!(
@@ -250,6 +265,79 @@ async fn stats_count_every_table_and_what_compression_saved() {
     );
     let counts = counts(pool).await.unwrap();
     assert_eq!(counts.tables()[0], ("sessions", 2));
+}
+
+#[tokio::test]
+async fn activity_counts_events_on_the_days_they_happened_up_to_the_newest() {
+    const DAY: i64 = 86_400_000;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store::Store::open(&dir.path().join("mneme.db"))
+        .await
+        .unwrap();
+    let pool = store.pool();
+    // "Now" is late November 2026; the history was made in February 2025 and imported today,
+    // so every row is stored now and happened then.
+    let now = 1_795_608_000_000; // 2026-11-25T12:00:00Z
+    let newest = 1_739_188_800_000; // 2025-02-10T12:00:00Z
+    let insert = async |id: i64, kind: &str, occurred_at: i64| {
+        sqlx::query(
+            "INSERT INTO observations (id, event_id, session_id, project, agent, kind,
+                 host_event, title, body, content_hash, occurred_at, stored_at)
+             VALUES (?1, 'e' || ?1, 'old', '/p', 'claude_code', ?2, '', 't', 'b', 'h' || ?1,
+                     ?3, ?4)",
+        )
+        .bind(id)
+        .bind(kind)
+        .bind(occurred_at)
+        .bind(now)
+        .execute(pool)
+        .await
+        .unwrap();
+    };
+
+    // An empty store shows the days up to today.
+    let empty = stats::activity(pool, 7, now).await.unwrap();
+    assert_eq!(empty.len(), 7);
+    assert_eq!(empty.last().unwrap().day.0, "2026-11-25");
+    assert!(empty.iter().all(|d| d.observations == 0));
+
+    insert(1, "prompt", newest).await;
+    insert(2, "tool_failure", newest - 5).await;
+    insert(3, "prompt", newest - DAY).await;
+    insert(4, "post_tool", newest - 3 * DAY).await;
+    // Forty days before the newest: outside a 30-day range, inside a 60-day one.
+    insert(5, "post_tool", newest - 40 * DAY).await;
+
+    let days = stats::activity(pool, 30, now).await.unwrap();
+    assert_eq!(days.len(), 30);
+    assert_eq!(days.first().unwrap().day.0, "2025-01-12");
+    assert_eq!(days.last().unwrap().day.0, "2025-02-10");
+    let counted: Vec<(&str, i64, i64, i64)> = days
+        .iter()
+        .filter(|d| d.observations > 0)
+        .map(|d| (d.day.0.as_str(), d.observations, d.prompts, d.errors))
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            ("2025-02-07", 1, 0, 0),
+            ("2025-02-09", 1, 1, 0),
+            ("2025-02-10", 2, 1, 1)
+        ]
+    );
+    let wider = stats::activity(pool, 60, now).await.unwrap();
+    assert_eq!(wider.iter().map(|d| d.observations).sum::<i64>(), 5);
+    assert_eq!(wider.last().unwrap().day.0, "2025-02-10");
+
+    // An event stamped after now (a host whose clock runs ahead) never moves the range past
+    // today, and is not counted on a day that has not come.
+    insert(6, "prompt", now + 10 * DAY).await;
+    let days = stats::activity(pool, 3, now).await.unwrap();
+    assert_eq!(
+        days.iter().map(|d| d.day.0.as_str()).collect::<Vec<_>>(),
+        ["2026-11-23", "2026-11-24", "2026-11-25"]
+    );
+    assert!(days.iter().all(|d| d.observations == 0));
 }
 
 #[tokio::test]

@@ -15,6 +15,8 @@ pub struct Counters {
     pub handled: AtomicU64,
     /// A short status line the probe reports (for example which search mode is active).
     detail: std::sync::Mutex<String>,
+    /// Work accepted and not finished, reported with the detail.
+    backlogs: std::sync::Mutex<Vec<proto::Backlog>>,
 }
 
 impl Counters {
@@ -26,6 +28,18 @@ impl Counters {
     /// Replace the status line the probe reports.
     pub fn set_detail(&self, detail: impl Into<String>) {
         *self.detail.lock().unwrap_or_else(|e| e.into_inner()) = detail.into();
+    }
+
+    /// Replace the backlogs the probe reports.
+    pub fn set_backlogs(&self, backlogs: Vec<proto::Backlog>) {
+        *self.backlogs.lock().unwrap_or_else(|e| e.into_inner()) = backlogs;
+    }
+
+    fn backlogs(&self) -> Vec<proto::Backlog> {
+        self.backlogs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn detail(&self) -> String {
@@ -65,6 +79,7 @@ pub async fn serve(
             detail: counters.detail(),
             uptime_ms: started.elapsed().as_millis() as i64,
             handled: counters.handled.load(Ordering::Relaxed),
+            backlogs: counters.backlogs(),
         };
         if let Err(error) = client.publish(reply, body.encode_to_vec().into()).await {
             tracing::debug!(%error, "health reply failed");

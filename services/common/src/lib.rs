@@ -79,4 +79,10 @@ impl CommonArgs {
             .clone()
             .unwrap_or_else(|| self.home_dir().join("mneme.db"))
     }
+
+    /// The file holding the api's generated token, `$MNEME_HOME/api-token`: beside the store,
+    /// so the api and `mneme token` find the same one (in a container, on the store volume).
+    pub fn api_token_path(&self) -> PathBuf {
+        self.home_dir().join("api-token")
+    }
 }

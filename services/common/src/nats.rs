@@ -67,7 +67,7 @@ pub async fn connect(
     while client.connection_state() != async_nats::connection::State::Connected {
         if started.elapsed() > deadline {
             anyhow::bail!(
-                "nats at {} did not accept a connection within {deadline:?}",
+                "nats at {} did not accept a connection within {deadline:?}: start mneme with `mneme up` (it runs a local nats-server), or set MNEME_NATS_URL to a server that is running",
                 args.nats_url
             );
         }

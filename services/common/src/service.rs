@@ -1,7 +1,7 @@
 //! Start-up and shut-down every service that writes the store shares: open the store (applying
-//! migrations), connect to NATS (waiting for a server that starts alongside), make sure every
-//! stream exists, answer health probes once the service takes work; and, at the end, stop
-//! answering them, drain NATS and close the store.
+//! migrations) and hold the service's writer lock on it, connect to NATS (waiting for a server
+//! that starts alongside), make sure every stream exists, answer health probes once the service
+//! takes work; and, at the end, stop answering them, drain NATS and close the store.
 
 use anyhow::Context as _;
 use async_nats::jetstream;
@@ -24,6 +24,8 @@ pub struct Service {
     pub jetstream: jetstream::Context,
     pub counters: Arc<Counters>,
     health: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    /// Held, not read: this service's claim on the store, until it stops.
+    _writer: store::WriterLock,
 }
 
 impl Service {
@@ -33,6 +35,7 @@ impl Service {
         let store = store::Store::open(&db_path)
             .await
             .with_context(|| format!("opening store {}", db_path.display()))?;
+        let writer = store.hold_writer(name)?;
         let client = crate::nats::connect(common, name, CONNECT_DEADLINE).await?;
         let jetstream = jetstream::new(client.clone());
         crate::streams::ensure(&jetstream).await?;
@@ -43,6 +46,7 @@ impl Service {
             jetstream,
             counters: Arc::new(Counters::default()),
             health: None,
+            _writer: writer,
         })
     }
 

@@ -91,3 +91,55 @@ pub async fn import(common: &CommonArgs, path: &Path) -> anyhow::Result<()> {
     nats.flush().await.ok();
     Ok(())
 }
+
+/// `mneme import claude-mem`: claude-mem's database, read-only, brought in as mneme memory.
+/// The database is `path` (a file, or claude-mem's data directory), else where claude-mem keeps
+/// it; it is read whole and closed before anything is sent, so its errors come first and it is
+/// open only briefly while claude-mem may be writing it.
+pub async fn import_claude_mem(
+    common: &CommonArgs,
+    path: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let path = match path {
+        Some(path) => path.to_path_buf(),
+        None => archive::claude_mem::default_path(
+            hosts::paths::env_dir(archive::claude_mem::DATA_DIR_VAR).as_deref(),
+            hosts::paths::home().as_deref(),
+        )
+        .context("no home directory to find claude-mem's database in: give it with --path")?,
+    };
+    let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default())?;
+    let read = archive::claude_mem::read(&path, &sanitizer).await?;
+    let nats = common::nats::connect(common, "import", std::time::Duration::from_secs(5))
+        .await
+        .context("connecting to nats: is mneme running?")?;
+    let done = read
+        .import(&nats, &sanitizer)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e} ({})", e.code()))?;
+    nats.flush().await.ok();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::to_value(&done)?)?
+        );
+        return Ok(());
+    }
+    let r = &done.read;
+    println!(
+        "claude-mem {}: {} sessions, {} observations, {} summaries, {} prompts",
+        done.path, r.sessions, r.observations, r.summaries, r.prompts
+    );
+    if r.left_out > 0 {
+        println!(
+            "left out {} rows: of claude-mem's own observer sessions, or without text",
+            r.left_out
+        );
+    }
+    println!(
+        "imported {} sessions, {} observations, {} memory items; {} already here",
+        done.sessions, done.observations, done.memory_items, done.skipped
+    );
+    Ok(())
+}

@@ -17,14 +17,15 @@ use common::CommonArgs;
 use hosts::import::{BadLine, Read, Session};
 use proto::Message as _;
 use std::collections::HashSet;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// The host whose history to import: claude-code, codex, kimi, kiro or gemini; or mneme,
-    /// for a file written by `mneme export --jsonl` (given with `--path`, `-` for stdin).
+    /// The host whose history to import: claude-code, codex, kimi, kiro or gemini; mneme, for a
+    /// file written by `mneme export --jsonl` (given with `--path`, `-` for stdin); or
+    /// claude-mem, for claude-mem's database (its default place, or `--path`).
     agent: String,
     /// A session file or a directory to search instead of the host's default location.
     #[arg(long)]
@@ -41,6 +42,10 @@ pub struct ImportArgs {
     /// Print a JSON summary instead of text.
     #[arg(long)]
     json: bool,
+    /// Return once everything is published, without following the storing, indexing and
+    /// embedding that make it searchable (`mneme status` shows how far they have got).
+    #[arg(long)]
+    no_wait: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -121,41 +126,73 @@ async fn known(store: Option<&store::Store>, session: &str) -> Known {
 const LIVE_MARGIN_MS: i64 = 2_000;
 
 pub async fn run(args: ImportArgs) -> Result<()> {
+    // A whole archive or database comes in as it is: refuse the filters rather than ignore them.
+    if matches!(args.agent.as_str(), "mneme" | "claude-mem") {
+        for (given, flag) in [
+            (args.since.is_some(), "--since"),
+            (args.project.is_some(), "--project"),
+            (args.dry_run, "--dry-run"),
+        ] {
+            if given {
+                bail!(
+                    "{flag} applies to a host's session files; `mneme import {}` brings in the whole file",
+                    args.agent
+                );
+            }
+        }
+    }
     if args.agent == "mneme" {
         let path = args.path.as_deref().ok_or_else(|| {
             anyhow::anyhow!("give the export to import with --path FILE (- for standard input)")
         })?;
-        return crate::backup::import(&args.common, path).await;
-    }
-    let summary = import(&args).await?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        crate::backup::import(&args.common, path).await?;
+    } else if args.agent == "claude-mem" {
+        crate::backup::import_claude_mem(&args.common, args.path.as_deref(), args.json).await?;
     } else {
+        let summary = import(&args).await?;
+        print_summary(&summary, args.json)?;
+        if summary.published == 0 {
+            return Ok(());
+        }
+    }
+    if args.dry_run || args.no_wait {
+        return Ok(());
+    }
+    let client = common::nats::connect(&args.common, "import", std::time::Duration::from_secs(5))
+        .await
+        .context("connecting to nats to follow the import")?;
+    crate::progress::follow(&client).await
+}
+
+fn print_summary(summary: &Summary, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(summary)?);
+        return Ok(());
+    }
+    println!(
+        "{}{}: {} files, {} sessions, {} records, {} events; published {}, already stored {}, captured live {}, before --since {}",
+        if summary.dry_run { "dry run, " } else { "" },
+        summary.agent,
+        summary.files,
+        summary.sessions,
+        summary.records,
+        summary.events,
+        summary.published,
+        summary.already_stored,
+        summary.captured_live,
+        summary.before_since,
+    );
+    for bad in &summary.bad_lines {
+        println!("skipped {}:{}: {}", bad.file, bad.line, bad.error);
+    }
+    for failed in &summary.failed_files {
+        println!("could not read {failed}");
+    }
+    if summary.partial_files > 0 {
         println!(
-            "{}{}: {} files, {} sessions, {} records, {} events; published {}, already stored {}, captured live {}, before --since {}",
-            if summary.dry_run { "dry run, " } else { "" },
-            summary.agent,
-            summary.files,
-            summary.sessions,
-            summary.records,
-            summary.events,
-            summary.published,
-            summary.already_stored,
-            summary.captured_live,
-            summary.before_since,
+            "{} files end in a line still being written; it is left for the next import",
+            summary.partial_files
         );
-        for bad in &summary.bad_lines {
-            println!("skipped {}:{}: {}", bad.file, bad.line, bad.error);
-        }
-        for failed in &summary.failed_files {
-            println!("could not read {failed}");
-        }
-        if summary.partial_files > 0 {
-            println!(
-                "{} files end in a line still being written; it is left for the next import",
-                summary.partial_files
-            );
-        }
     }
     Ok(())
 }
@@ -202,9 +239,25 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
                 .context("connecting to nats (is `mneme up` running?)")?;
         Some(async_nats::jetstream::new(client))
     };
-    let progress = std::io::stderr().is_terminal() && !args.json;
+    // Files read, records and events published, drawn on a terminal only (indicatif draws
+    // nothing when standard error is not one); the summary line follows either way.
+    let bar = if std::io::stderr().is_terminal() && !args.json {
+        indicatif::ProgressBar::new(sources.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix:>11} [{bar:30}] {pos}/{len} files, {msg}")
+            .expect("a valid template")
+            .progress_chars("#>-"),
+    );
+    bar.set_prefix(if args.dry_run {
+        "reading"
+    } else {
+        "publishing"
+    });
 
-    for (index, source) in sources.iter().enumerate() {
+    for source in &sources {
         let mut read = Read::default();
         if let Err(error) = (reader.read)(source, &mut read) {
             summary
@@ -237,23 +290,15 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
             }
             summary.published += events.len();
         }
-        if progress {
-            let done = index + 1;
-            let width = 30;
-            let filled = done * width / sources.len().max(1);
-            eprint!(
-                "\r[{}{}] {done}/{} files, {} events ",
-                "#".repeat(filled),
-                " ".repeat(width - filled),
-                sources.len(),
-                summary.events
-            );
-            let _ = std::io::stderr().flush();
-        }
+        bar.set_message(format!(
+            "{} records, {} events {}",
+            summary.records,
+            summary.published,
+            if args.dry_run { "new" } else { "published" }
+        ));
+        bar.inc(1);
     }
-    if progress {
-        eprintln!();
-    }
+    bar.finish();
     summary.seconds = started.elapsed().as_secs_f64();
     summary.records_per_second = summary.records as f64 / summary.seconds.max(1e-9);
     Ok(summary)

@@ -7,7 +7,8 @@
 //! - `mneme hooks install|uninstall|status` wires agent hosts to `mneme-hook`;
 //! - `mneme export --markdown` writes MEMORY.md and HISTORY.md per project;
 //! - `mneme mcp` serves the MCP tools over stdio for an agent host;
-//! - `mneme nats-key` makes an NKey user for a box whose NATS requires one.
+//! - `mneme nats-key` makes an NKey user for a box whose NATS requires one;
+//! - `mneme token` prints the api's token, and `mneme token rotate` replaces it.
 
 mod backup;
 mod export;
@@ -17,8 +18,10 @@ mod memory;
 mod nats_key;
 mod nats_server;
 mod ports;
+mod progress;
 mod serve;
 mod status;
+mod token;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -97,6 +100,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: std::path::PathBuf,
     },
+    /// Print the api's token (for the dashboard, scripts and MCP over HTTP), or rotate it.
+    Token(token::TokenArgs),
     /// Serve mneme's MCP tools over stdio (no subcommand), or register them with agent hosts.
     Mcp {
         /// Without a subcommand: serve the tools over stdin and stdout, for a host to spawn.
@@ -170,6 +175,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Import(args) => import::run(args).await,
         Command::Sessions(args) => import::sessions(args).await,
         Command::NatsKey { out } => nats_key::run(&out),
+        Command::Token(args) => token::run(args),
     }
 }
 

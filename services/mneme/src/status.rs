@@ -36,6 +36,25 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
             println!("{service:<10} not answering");
         }
     }
+    if let Some(reading) = report
+        .get("pipeline")
+        .and_then(|p| serde_json::from_value::<crate::progress::Reading>(p.clone()).ok())
+    {
+        println!("pipeline  {}", crate::progress::line(&reading));
+        if let Some(b) = &reading.embedding
+            && b.done < b.total
+        {
+            println!(
+                "          semantic search does not cover {} items yet (full-text does); {}",
+                b.total - b.done,
+                if b.rate_per_s > 0.0 {
+                    format!("{} left", crate::progress::about(b.eta_ms))
+                } else {
+                    "embedding is starting".to_owned()
+                }
+            );
+        }
+    }
     println!(
         "store     {} ({} bytes)",
         report["store"]["path"].as_str().unwrap_or(""),
@@ -94,6 +113,8 @@ async fn collect(common: &CommonArgs) -> Value {
         for service in SERVICES {
             report["services"][service] = probe(client, service).await;
         }
+        report["pipeline"] =
+            serde_json::to_value(crate::progress::read(client).await).unwrap_or_default();
     } else {
         for service in SERVICES {
             report["services"][service] = json!({"ok": false, "detail": "nats unreachable"});
@@ -127,7 +148,12 @@ async fn probe(client: &async_nats::Client, service: &str) -> Value {
     .await;
     match answer {
         Ok(h) => {
-            json!({"ok": h.ok, "version": h.version, "detail": h.detail, "uptime_ms": h.uptime_ms, "handled": h.handled})
+            let backlogs: Vec<Value> = h
+                .backlogs
+                .iter()
+                .map(|b| json!({"name": b.name, "done": b.done, "total": b.total, "rate_per_s": b.rate_per_s, "eta_ms": b.eta_ms}))
+                .collect();
+            json!({"ok": h.ok, "version": h.version, "detail": h.detail, "uptime_ms": h.uptime_ms, "handled": h.handled, "backlogs": backlogs})
         }
         Err(AskError::Request(error)) if error.kind() == async_nats::RequestErrorKind::TimedOut => {
             json!({"ok": false, "detail": "no answer within 1s"})

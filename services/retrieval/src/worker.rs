@@ -35,24 +35,79 @@ pub(crate) async fn load_lexical(pool: sqlx::SqlitePool, lexical: Arc<Lexical>) 
     }
 }
 
-/// Keep the health detail current with the embedding progress.
+/// How far back the embedding rate looks: long enough to smooth the pauses between batches,
+/// short enough that a rate from before a burst of imported items does not linger.
+const RATE_WINDOW: Duration = Duration::from_secs(60);
+
+/// Keep the health detail and the embedding backlog current, with the rate over the last
+/// minute and the time left at that rate, so `mneme status`, `mneme import` and the dashboard
+/// can say when semantic search will cover everything.
 pub(crate) async fn report_progress(
     vectors: Arc<Vectors>,
     pool: sqlx::SqlitePool,
     counters: Arc<Counters>,
     shutdown: CancellationToken,
 ) {
+    let mut meter = RateMeter::default();
     loop {
         if let Ok((done, total)) = vectors.progress(&pool).await {
+            let backlog = meter.sample(std::time::Instant::now(), done, total);
             counters.set_detail(format!(
                 "hybrid: {} in {}, {done}/{total} items embedded",
                 vectors.space.model,
                 vectors.index.name()
             ));
+            counters.set_backlogs(vec![backlog]);
         }
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    }
+}
+
+/// The embedding rate, from the items done at each sample over [`RATE_WINDOW`].
+#[derive(Debug, Default)]
+struct RateMeter {
+    samples: std::collections::VecDeque<(std::time::Instant, i64)>,
+}
+
+impl RateMeter {
+    /// Record `done` of `total` at `now` and say how fast the backlog moves.
+    fn sample(&mut self, now: std::time::Instant, done: i64, total: i64) -> proto::Backlog {
+        // Items deleted by retention or a session delete lower `done`; a rate measured across
+        // that drop would be wrong, so the window starts again.
+        if self.samples.back().is_some_and(|&(_, last)| done < last) {
+            self.samples.clear();
+        }
+        self.samples.push_back((now, done));
+        while self
+            .samples
+            .front()
+            .is_some_and(|&(at, _)| now.duration_since(at) > RATE_WINDOW)
+        {
+            self.samples.pop_front();
+        }
+        let rate_per_s = match self.samples.front() {
+            Some(&(at, first)) if now.duration_since(at) >= Duration::from_secs(1) => {
+                (done - first) as f64 / now.duration_since(at).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        let left = (total - done).max(0);
+        let eta_ms = if left == 0 {
+            0
+        } else if rate_per_s > 0.0 {
+            (left as f64 / rate_per_s * 1000.0).ceil() as i64
+        } else {
+            -1
+        };
+        proto::Backlog {
+            name: "embedding".to_owned(),
+            done,
+            total,
+            rate_per_s,
+            eta_ms,
         }
     }
 }
@@ -271,5 +326,37 @@ impl Handler for FeedIndexer {
             vectors.wake.notify_one();
         }
         Ok(Handled::Ack)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RateMeter;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_rate_is_measured_over_the_last_minute_and_gives_the_time_left() {
+        let start = Instant::now();
+        let mut meter = RateMeter::default();
+        let first = meter.sample(start, 0, 100);
+        assert_eq!(
+            (first.rate_per_s, first.eta_ms),
+            (0.0, -1),
+            "nothing moved yet"
+        );
+        let later = meter.sample(start + Duration::from_secs(10), 20, 100);
+        assert!((later.rate_per_s - 2.0).abs() < 1e-9, "{later:?}");
+        assert_eq!(later.eta_ms, 40_000, "80 items left at 2 a second");
+        // Two minutes on, the first samples have left the window: the rate is the recent one.
+        meter.sample(start + Duration::from_secs(70), 30, 100);
+        let recent = meter.sample(start + Duration::from_secs(130), 90, 100);
+        assert!((recent.rate_per_s - 1.0).abs() < 1e-9, "{recent:?}");
+        assert_eq!(recent.eta_ms, 10_000);
+        let level = meter.sample(start + Duration::from_secs(140), 100, 100);
+        assert_eq!(level.eta_ms, 0, "done");
+        // A delete lowers what is done: the window starts again rather than report a negative
+        // rate.
+        let after_delete = meter.sample(start + Duration::from_secs(150), 50, 60);
+        assert_eq!((after_delete.rate_per_s, after_delete.eta_ms), (0.0, -1));
     }
 }

@@ -31,6 +31,23 @@ pub enum StoreError {
     },
     #[error("store {path} does not exist yet")]
     Missing { path: PathBuf },
+    /// Another process runs the same service on this store.
+    #[error(
+        "the store {path} is in use: {holder} runs {service} on it; stop that mneme first, or give this one a store of its own (MNEME_HOME)"
+    )]
+    Locked {
+        path: PathBuf,
+        service: String,
+        /// Who holds it, as far as its lock file says ("process 1234 (mneme)").
+        holder: String,
+    },
+}
+
+/// Held for as long as a service writes the store: the exclusive lock on
+/// `<store>.<service>.lock`, released by the kernel when the process ends, however it ends.
+#[derive(Debug)]
+pub struct WriterLock {
+    _file: std::fs::File,
 }
 
 /// The migrations compiled into every binary, applied by [`Store::open`].
@@ -69,6 +86,47 @@ impl Store {
             pool,
             path: path.to_owned(),
         })
+    }
+
+    /// Take the writer lock of `service` on this store, or say who holds it. Two processes
+    /// running one service on one store would consume their streams into the same tables (two
+    /// `mneme up` sharing a home, two boxes sharing a volume); the second refuses to start.
+    pub fn hold_writer(&self, service: &str) -> Result<WriterLock, StoreError> {
+        use std::io::{Read as _, Seek as _, Write as _};
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(format!(".{service}.lock"));
+        let lock_path = PathBuf::from(name);
+        let error = |source| StoreError::CreateDir {
+            path: lock_path.clone(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&lock_path)
+            .map_err(error)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                return Err(StoreError::Locked {
+                    path: self.path.clone(),
+                    service: service.to_owned(),
+                    holder: holder(text.trim()),
+                });
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(error(source)),
+        }
+        // Who holds it, for the message the next one gets: the pid and the host, since a pid
+        // means nothing in another container or on another machine sharing the volume. Best
+        // effort: the lock is what counts.
+        let _ = file.set_len(0);
+        let _ = file.rewind();
+        let _ = write!(file, "{} {}", std::process::id(), host_name());
+        Ok(WriterLock { _file: file })
     }
 
     /// Open an existing store for reading only; it must already exist and be migrated.
@@ -127,6 +185,31 @@ pub async fn begin_write(
     pool: &SqlitePool,
 ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
     pool.begin_with("BEGIN IMMEDIATE").await
+}
+
+/// "process 1234 (mneme)" from what a lock file holds (a pid and a host name), with the
+/// program's name when the holder runs on this host, and the host's name when it does not.
+fn holder(text: &str) -> String {
+    let mut parts = text.split_whitespace();
+    let Some(pid) = parts.next().and_then(|p| p.parse::<u32>().ok()) else {
+        return "another process".to_owned();
+    };
+    let host = parts.next().unwrap_or_default();
+    if !host.is_empty() && host != host_name() {
+        return format!("process {pid} on {host} (another container or machine)");
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(name) => format!("process {pid} ({})", name.trim()),
+        Err(_) => format!("process {pid}"),
+    }
+}
+
+/// This machine's (or container's) name, as the kernel says it; empty where it cannot tell.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default()
 }
 
 /// Take the migration lock of the store at `path`, waiting for other openers to finish. The

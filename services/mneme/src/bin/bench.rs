@@ -314,7 +314,7 @@ async fn import_bench() -> anyhow::Result<()> {
     let bed = Bed::start(true).await?;
     let started = Instant::now();
     let output = Command::new(&mneme)
-        .args(["import", "claude-code", "--json", "--path"])
+        .args(["import", "claude-code", "--json", "--no-wait", "--path"])
         .arg(&transcripts)
         .env("MNEME_NATS_URL", &bed.common.nats_url)
         .env("MNEME_HOME", bed.home.path())
