@@ -351,8 +351,10 @@ async fn rest_api_answers_every_endpoint_with_its_errors_and_auth() {
         "invalid_event",
     );
     let huge = json!({"session_id": "s", "kind": "prompt", "text": "x".repeat(2 << 20)});
+    // On a client of its own: the server closes a connection whose body it refused unread, and
+    // a pooled connection closed under the next request fails that request.
     assert_error(
-        &http.post("/v1/events", huge).await,
+        &Http::new(&base).post("/v1/events", huge).await,
         StatusCode::PAYLOAD_TOO_LARGE,
         "payload_too_large",
     );
@@ -1733,4 +1735,123 @@ fn mneme_up_shows_the_dashboard_with_its_token_and_says_when_ready() {
     stop(second);
     let log = std::fs::read_to_string(home.path().join("up2.log")).unwrap();
     assert!(!log.contains(&token), "{log}");
+}
+
+/// Live streams are bounded per client address and in all, and their place comes back when a
+/// stream ends; a browser's percent-encoded `access_token` is decoded before it is compared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_streams_are_capped_and_a_percent_encoded_token_is_read() {
+    let mut app = App::start_core().await;
+    // A token with the characters a query string must escape.
+    let token = "k+ey/with=odd&chars-5d8c1f0b7a93";
+    let base = app
+        .start_api_on(
+            "0.0.0.0:0",
+            api::ApiArgs {
+                token: Some(token.to_owned()),
+                max_streams: 3,
+                max_streams_per_address: 2,
+                ..Default::default()
+            },
+        )
+        .await;
+    let client = reqwest::Client::new();
+    let encoded: String = token
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let open = |base: String, access: String| {
+        let client = client.clone();
+        async move {
+            client
+                .get(format!("{base}/v1/stream?access_token={access}"))
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    // Beyond loopback every request needs the token: the encoded one is accepted, the token as
+    // written (with its raw `+`, `/`, `=` and `&`) is not the token once the query is read.
+    let first = open(base.clone(), encoded.clone()).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    let raw = open(base.clone(), token.to_owned()).await;
+    assert_eq!(raw.status(), StatusCode::UNAUTHORIZED);
+    let second = open(base.clone(), encoded.clone()).await;
+    assert_eq!(second.status(), StatusCode::OK);
+    let third = open(base.clone(), encoded.clone()).await;
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+    let (_, body) = read(third).await;
+    assert_eq!(body["error"]["code"], "too_many_streams", "{body}");
+    // A stream that ends gives its place back (as soon as the server sees the connection go).
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let reopened = loop {
+        let response = open(base.clone(), encoded.clone()).await;
+        if response.status() == StatusCode::OK || std::time::Instant::now() > deadline {
+            break response;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        reopened.status(),
+        StatusCode::OK,
+        "the place of a closed stream was not given back"
+    );
+    drop(second);
+}
+
+/// Behind a configured reverse proxy the client is the address it forwarded for; from anyone
+/// else `X-Forwarded-For` is ignored, so a client cannot escape the rate limit by naming
+/// another address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rate_limit_counts_the_forwarded_client_only_behind_a_trusted_proxy() {
+    let mut app = App::start_core().await;
+    let limited = |trusted: Vec<std::net::IpAddr>| api::ApiArgs {
+        rate_per_minute: 2,
+        trusted_proxies: trusted,
+        ..Default::default()
+    };
+    let client = reqwest::Client::new();
+    let get = |base: String, forwarded: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .get(format!("{base}/v1/stats"))
+                .header("x-forwarded-for", forwarded)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+
+    let untrusted = app.start_api(limited(Vec::new())).await;
+    assert_eq!(get(untrusted.clone(), "10.0.0.1").await, StatusCode::OK);
+    assert_eq!(get(untrusted.clone(), "10.0.0.2").await, StatusCode::OK);
+    assert_eq!(
+        get(untrusted.clone(), "10.0.0.3").await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a header from a client that is not a trusted proxy moved the limit"
+    );
+
+    let proxied = app
+        .start_api(limited(vec!["127.0.0.1".parse().unwrap()]))
+        .await;
+    // The rightmost address the proxy did not add itself is the client; what a client wrote
+    // to its left proves nothing.
+    assert_eq!(get(proxied.clone(), "10.0.0.1").await, StatusCode::OK);
+    assert_eq!(
+        get(proxied.clone(), "6.6.6.6, 10.0.0.1").await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get(proxied.clone(), "7.7.7.7, 10.0.0.1").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(get(proxied.clone(), "10.0.0.2").await, StatusCode::OK);
 }

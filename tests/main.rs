@@ -17,5 +17,6 @@ mod memory;
 mod nats_access;
 mod pipeline;
 mod retrieval;
+mod security;
 mod surface;
 mod traces;

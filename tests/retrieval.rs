@@ -521,7 +521,7 @@ async fn injection_respects_budgets_and_stays_silent_when_unrelated() {
     let text = out["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap();
-    assert!(text.chars().count() <= 10_000 && text.starts_with("# mneme"));
+    assert!(text.chars().count() <= 10_000 && text.starts_with("<mneme-memory>\n# mneme"));
     // And the CLI shows exactly the same text.
     let output = app.mneme(&["context", "--project", &cwd, "--session", "new", "--json"]);
     let cli: Value = serde_json::from_slice(&output.stdout).unwrap();

@@ -759,3 +759,44 @@ fn mneme_up_without_the_model_says_semantic_search_is_off_and_how_to_fix_it() {
         "{off}"
     );
 }
+
+/// A NATS URL's password or token never reaches what mneme prints or logs.
+#[test]
+fn status_and_errors_never_show_a_nats_urls_credentials() {
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let password = (
+        format!("nats://alice:pw-5d8c1f0b7a93@127.0.0.1:{port}"),
+        format!("nats://alice:***@127.0.0.1:{port}"),
+    );
+    let token = (
+        format!("nats://tok-5d8c1f0b7a93@127.0.0.1:{port}"),
+        format!("nats://***@127.0.0.1:{port}"),
+    );
+    // Each form of the command once, each URL form at least once: every run waits out a
+    // connection timeout.
+    for ((url, shown), args) in [
+        (&password, &["status"][..]),
+        (&token, &["status", "--json"]),
+        (&password, &["status", "--check", "ingest"]),
+    ] {
+        let output = std::process::Command::new(crate::harness::binary("mneme"))
+            .args(args)
+            .env("MNEME_HOME", home.path())
+            .env("MNEME_NATS_URL", url)
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(!all.contains("5d8c1f0b7a93"), "{args:?}: {all}");
+        assert!(all.contains(shown.as_str()), "{args:?}: {all}");
+    }
+}

@@ -99,6 +99,33 @@ pub struct ApiArgs {
     /// whose pages may call the api, beside the dashboard's own.
     #[arg(long = "api-origins", env = "MNEME_API_ORIGINS", value_delimiter = ',')]
     pub origins: Vec<String>,
+
+    /// Live streams (`/v1/stream`) open at once, from all clients together; each holds NATS
+    /// subscriptions and a connection, so they are bounded.
+    #[arg(
+        long = "api-max-streams",
+        env = "MNEME_API_MAX_STREAMS",
+        default_value_t = 64
+    )]
+    pub max_streams: usize,
+
+    /// Live streams open at once from one client address.
+    #[arg(
+        long = "api-max-streams-per-address",
+        env = "MNEME_API_MAX_STREAMS_PER_ADDRESS",
+        default_value_t = 8
+    )]
+    pub max_streams_per_address: usize,
+
+    /// Addresses of reverse proxies in front of the api (comma-separated): from them, the client
+    /// is the address `X-Forwarded-For` names, for the rate limit and the stream caps. From any
+    /// other address the header is ignored, so a client cannot pick the address it is counted as.
+    #[arg(
+        long = "api-trusted-proxies",
+        env = "MNEME_API_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl Default for ApiArgs {
@@ -109,6 +136,9 @@ impl Default for ApiArgs {
             rate_per_minute: 1200,
             max_body_bytes: 1 << 20,
             origins: Vec::new(),
+            max_streams: 64,
+            max_streams_per_address: 8,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -151,6 +181,10 @@ pub struct State {
     pub loopback: bool,
     pub origins: Vec<axum::http::HeaderValue>,
     pub limiter: security::RateLimiter,
+    /// The live streams open, in all and per client address.
+    pub streams: security::StreamSlots,
+    /// Reverse proxies whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     pub metrics: metrics::Metrics,
     pub sanitizer: sanitize::Sanitizer,
     pub shutdown: CancellationToken,
@@ -247,6 +281,8 @@ fn state_with(
         loopback: addr.ip().is_loopback(),
         origins: security::origins(addr, &args.origins),
         limiter: security::RateLimiter::new(args.rate_per_minute),
+        streams: security::StreamSlots::new(args.max_streams, args.max_streams_per_address),
+        trusted_proxies: args.trusted_proxies.clone(),
         metrics: metrics::Metrics::default(),
         sanitizer: sanitize::Sanitizer::new(&sanitize::Config::default())
             .context("building the sanitizer")?,

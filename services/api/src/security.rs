@@ -59,26 +59,59 @@ fn need(method: &Method, path: &str) -> Need {
 /// Token, origin and rate checks, before any handler runs.
 pub async fn guard(
     axum::extract::State(state): axum::extract::State<Arc<State>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    match check(&state, &request) {
+    let client = client_address(&state, &request);
+    if let Some(ip) = client {
+        // Handlers that count per client (the live stream) read the same address.
+        request.extensions_mut().insert(ClientAddress(ip));
+    }
+    match check(&state, &request, client) {
         Ok(()) => next.run(request).await,
         Err(error) => error.into_response(),
     }
 }
 
-fn check(state: &State, request: &Request) -> Result<(), ApiError> {
+/// The address a request is counted as: the peer's, or, when the peer is a trusted reverse
+/// proxy, the address it forwarded for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddress(pub IpAddr);
+
+/// The client's address: the connection's peer, unless the peer is one of the trusted proxies;
+/// then the rightmost `X-Forwarded-For` entry that is not a trusted proxy itself (entries to
+/// its left were written by the client and prove nothing).
+fn client_address(state: &State, request: &Request) -> Option<IpAddr> {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())?;
+    if !state.trusted_proxies.contains(&peer) {
+        return Some(peer);
+    }
+    let forwarded = request
+        .headers()
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect::<Vec<_>>();
+    forwarded
+        .iter()
+        .rev()
+        .filter_map(|entry| entry.parse::<IpAddr>().ok())
+        .find(|ip| !state.trusted_proxies.contains(ip))
+        .or(Some(peer))
+}
+
+fn check(state: &State, request: &Request, peer: Option<IpAddr>) -> Result<(), ApiError> {
     let path = request.uri().path();
     let method = request.method();
     if *method == Method::OPTIONS {
         // CORS preflights carry no credentials; the CORS layer answers them.
         return Ok(());
     }
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
     if path != "/healthz"
         && path != "/readyz"
         && let Some(ip) = peer
@@ -152,9 +185,101 @@ fn presented(request: &Request) -> Option<String> {
             .split('&')
             .filter_map(|pair| pair.split_once('='))
             .find(|(k, _)| *k == "access_token")
-            .map(|(_, v)| v.to_owned());
+            .and_then(|(_, v)| percent_decoded(v));
     }
     None
+}
+
+/// A query value with its `%XX` escapes decoded, as a browser's `encodeURIComponent` wrote it;
+/// `None` when an escape is broken or the bytes are not UTF-8, so a mangled token is refused
+/// rather than compared as written.
+fn percent_decoded(value: &str) -> Option<String> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The live streams open, in all and per client address, each bounded.
+pub struct StreamSlots {
+    pub max: usize,
+    pub per_address: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One open stream's place, given back when the stream ends.
+pub struct StreamSlot {
+    slots: Arc<State>,
+    ip: IpAddr,
+}
+
+impl StreamSlots {
+    pub fn new(max: usize, per_address: usize) -> StreamSlots {
+        StreamSlots {
+            max,
+            per_address,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Take a place for a stream from `ip`, or say why there is none.
+    pub fn take(state: &Arc<State>, ip: IpAddr) -> Result<StreamSlot, ApiError> {
+        let slots = &state.streams;
+        let mut open = slots.open.lock().unwrap_or_else(|e| e.into_inner());
+        let total: usize = open.values().sum();
+        let mine = open.get(&ip).copied().unwrap_or(0);
+        let refused = if mine >= slots.per_address {
+            Some(format!(
+                "{} live streams are open from this address already, the most one address may hold",
+                slots.per_address
+            ))
+        } else if total >= slots.max {
+            Some(format!(
+                "{} live streams are open already, the most the api holds",
+                slots.max
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = refused {
+            let mut error =
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_streams", message);
+            error.retry_after = Some(15);
+            return Err(error);
+        }
+        *open.entry(ip).or_insert(0) += 1;
+        Ok(StreamSlot {
+            slots: state.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self
+            .slots
+            .streams
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Compare in time independent of where the first difference is.

@@ -37,19 +37,25 @@ pub struct StreamQuery {
     project: Option<String>,
 }
 
-/// Counts a connected client for as long as its stream lives.
-struct Connected(Arc<State>);
+/// Counts a connected client for as long as its stream lives, and holds its place among the
+/// streams the api allows (none when the client's address is unknown, which only a request
+/// that did not come through a socket has).
+struct Connected {
+    state: Arc<State>,
+    /// Held, not read: the place is given back when the stream ends.
+    _slot: Option<crate::security::StreamSlot>,
+}
 
 impl Connected {
-    fn new(state: Arc<State>) -> Connected {
+    fn new(state: Arc<State>, slot: Option<crate::security::StreamSlot>) -> Connected {
         state.metrics.stream_clients.fetch_add(1, Ordering::Relaxed);
-        Connected(state)
+        Connected { state, _slot: slot }
     }
 }
 
 impl Drop for Connected {
     fn drop(&mut self) {
-        self.0
+        self.state
             .metrics
             .stream_clients
             .fetch_sub(1, Ordering::Relaxed);
@@ -58,6 +64,7 @@ impl Drop for Connected {
 
 pub async fn stream(
     axum::extract::State(state): axum::extract::State<Arc<State>>,
+    client: Option<axum::Extension<crate::security::ClientAddress>>,
     Query(query): Query<StreamQuery>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let kinds: Vec<String> = match query.kinds.as_deref() {
@@ -74,6 +81,10 @@ pub async fn stream(
         }
     };
     let project = query.project.unwrap_or_default();
+    // Taken before subscribing, so a refused client costs no subscription.
+    let slot = client
+        .map(|axum::Extension(client)| crate::security::StreamSlots::take(&state, client.0))
+        .transpose()?;
     let mut subscriptions = Vec::new();
     for subject in [
         subjects::OBSERVATION_STORED,
@@ -96,10 +107,10 @@ pub async fn stream(
             .json_data(json!({"kinds": KINDS}))
             .unwrap_or_default()
     });
-    let connected = Connected::new(state.clone());
+    let connected = Connected::new(state.clone(), slot);
     let shutdown = state.shutdown.clone();
     let notices = futures::stream::select_all(subscriptions).filter_map(move |message| {
-        let state = connected.0.clone();
+        let state = connected.state.clone();
         let kinds = kinds.clone();
         let project = project.clone();
         async move {

@@ -73,6 +73,25 @@ impl CommonArgs {
         self.home.clone().unwrap_or_else(proto::defaults::home)
     }
 
+    /// Create the data directory owner-only (0700), or narrow it when other users may read it
+    /// (saying so in the log): it holds the store, the spool and the local NATS server's
+    /// streams, all of which hold what agents saw. A directory this user may not change (one it
+    /// does not own) is said in the log and left as it is: the files inside are still created
+    /// owner-only, and refusing to start would only take memory away.
+    pub fn secure_home(&self) -> anyhow::Result<()> {
+        let home = self.home_dir();
+        if let Err(error) = store::private_dir(&home) {
+            if !home.is_dir() {
+                return Err(anyhow::Error::new(error).context(format!(
+                    "cannot create the data directory {}",
+                    home.display()
+                )));
+            }
+            tracing::warn!(dir = %home.display(), %error, "cannot make the data directory owner-only");
+        }
+        Ok(())
+    }
+
     /// The SQLite database path.
     pub fn db_path(&self) -> PathBuf {
         self.db

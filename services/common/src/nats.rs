@@ -44,6 +44,11 @@ fn read_seed(path: &std::path::Path) -> anyhow::Result<String> {
     Ok(seed.to_owned())
 }
 
+/// A NATS URL as logs, errors and `mneme status` may show it: without its password or token.
+pub fn shown(url: &str) -> String {
+    sanitize::url::without_credentials(url)
+}
+
 /// Connect to NATS as `name`, retrying the first connection until `deadline` passes.
 ///
 /// Services start before or alongside the server (compose, `mneme up`), so a refused first
@@ -63,12 +68,12 @@ pub async fn connect(
     let client = options
         .connect(&args.nats_url)
         .await
-        .with_context(|| format!("connecting to nats at {}", args.nats_url))?;
+        .with_context(|| format!("connecting to nats at {}", shown(&args.nats_url)))?;
     while client.connection_state() != async_nats::connection::State::Connected {
         if started.elapsed() > deadline {
             anyhow::bail!(
                 "nats at {} did not accept a connection within {deadline:?}: start mneme with `mneme up` (it runs a local nats-server), or set MNEME_NATS_URL to a server that is running",
-                args.nats_url
+                shown(&args.nats_url)
             );
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

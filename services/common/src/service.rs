@@ -31,6 +31,7 @@ pub struct Service {
 impl Service {
     /// Open the store, connect to NATS as `name` and create the streams that do not exist yet.
     pub async fn start(common: &CommonArgs, name: &'static str) -> anyhow::Result<Service> {
+        common.secure_home()?;
         let db_path = common.db_path();
         let store = store::Store::open(&db_path)
             .await

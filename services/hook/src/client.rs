@@ -277,12 +277,15 @@ async fn connect(config: &HookConfig) -> Result<async_nats::Client, String> {
             .await
             .map_err(|e| format!("nats credentials {}: {e}", creds.display()))?;
     }
+    // The hook's log may be read by whoever debugs a host: the URL goes there without its
+    // password or token.
+    let shown = sanitize::url::without_credentials(&config.nats_url);
     match tokio::time::timeout(config.connect_timeout, options.connect(&config.nats_url)).await {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(error)) => Err(format!("connect {}: {error}", config.nats_url)),
+        Ok(Err(error)) => Err(format!("connect {shown}: {error}")),
         Err(_) => Err(format!(
-            "connect {}: no answer within {:?}",
-            config.nats_url, config.connect_timeout
+            "connect {shown}: no answer within {:?}",
+            config.connect_timeout
         )),
     }
 }
@@ -488,8 +491,8 @@ fn log(config: &HookConfig, line: &str) {
     if config.debug {
         eprintln!("mneme-hook: {line}");
     }
-    let _ = std::fs::create_dir_all(&config.home);
-    if let Ok(mut file) = std::fs::OpenOptions::new()
+    let _ = crate::spool::private_dir(&config.home);
+    if let Ok(mut file) = crate::spool::private_options()
         .create(true)
         .append(true)
         .open(config.home.join("hook.log"))

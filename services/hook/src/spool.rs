@@ -41,13 +41,10 @@ impl Spool {
 
     /// Durably store one encoded event under its id.
     pub fn write(&self, id: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-        fs::create_dir_all(&self.dir)?;
+        private_dir(&self.dir)?;
         let path = self.dir.join(format!("{id}.{EXTENSION}"));
         let temp = self.dir.join(format!(".{id}.{}.tmp", std::process::id()));
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
+        let mut file = private_options().create_new(true).open(&temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
@@ -82,11 +79,10 @@ impl Spool {
 
     /// Take the replay lock without waiting; `None` when another process is replaying.
     pub fn try_lock(&self) -> std::io::Result<Option<ReplayLock>> {
-        fs::create_dir_all(&self.dir)?;
-        let file = OpenOptions::new()
+        private_dir(&self.dir)?;
+        let file = private_options()
             .create(true)
             .truncate(false)
-            .write(true)
             .open(self.dir.join(".lock"))?;
         match file.try_lock() {
             Ok(()) => Ok(Some(ReplayLock { _file: file })),
@@ -94,6 +90,37 @@ impl Spool {
             Err(fs::TryLockError::Error(e)) => Err(e),
         }
     }
+}
+
+/// Create `dir` (and missing parents, such as the data directory) owner-only (0700), whatever
+/// the umask, and narrow it when it exists readable by others: spooled events hold what the
+/// agent saw. The hook links no store, so this is its own copy of the store's rule.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        builder.mode(0o700);
+        builder.create(dir)?;
+        let mode = fs::metadata(dir)?.permissions().mode();
+        // A shared directory (sticky bit, like `/tmp`) is never narrowed.
+        if mode & 0o077 != 0 && mode & 0o1000 == 0 {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    builder.create(dir)
+}
+
+/// Options that create a file owner-only (0600), for writing.
+pub fn private_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
 }
 
 #[cfg(test)]

@@ -106,8 +106,8 @@ pub fn envelope(agent: Agent) -> Event {
 
 /// Turn `event` into an `Invalid` one for ingest to dead-letter, keeping a scrubbed excerpt.
 pub fn invalid(event: &mut Event, input: &[u8], reason: String, sanitizer: &sanitize::Sanitizer) {
-    let end = input.len().min(INVALID_EXCERPT_BYTES);
-    let (excerpt, _) = sanitizer.clean_text(&String::from_utf8_lossy(&input[..end]));
+    // Scrubbed before it is cut, so a secret straddling the cut is redacted whole.
+    let excerpt = sanitizer.clean_excerpt(input, INVALID_EXCERPT_BYTES);
     event.payload = Some(Payload::Invalid(proto::Invalid {
         reason,
         excerpt,

@@ -222,13 +222,14 @@ impl Worker {
         event_id: String,
         size: usize,
     ) -> DeadLetter {
-        let end = message.payload.len().min(EXCERPT_BYTES);
-        let excerpt = String::from_utf8_lossy(&message.payload[..end]);
         DeadLetter {
             subject: message.subject.to_string(),
             reason,
             event_id,
-            excerpt: self.sanitizer.clean_text(&excerpt).0,
+            // Scrubbed before it is cut, so a secret straddling the cut is redacted whole.
+            excerpt: self
+                .sanitizer
+                .clean_excerpt(&message.payload, EXCERPT_BYTES),
             size_bytes: size as u64,
             at_ms: common::time::now_ms(),
         }

@@ -21,7 +21,16 @@ pub async fn export(common: &CommonArgs, out: Option<&Path>) -> anyhow::Result<(
     let (mut writer, partial): (Box<dyn std::io::Write>, Option<std::path::PathBuf>) = match out {
         Some(path) => {
             let partial = path.with_extension("jsonl.partial");
-            let file = std::fs::File::create(&partial)
+            // Owner-only whatever the umask: the export is all memory there is.
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let file = options
+                .open(&partial)
+                .with_context(|| format!("creating {}", partial.display()))?;
+            // A partial file left by an earlier run keeps its mode when opened again.
+            store::private_file(&partial)
                 .with_context(|| format!("creating {}", partial.display()))?;
             (Box::new(std::io::BufWriter::new(file)), Some(partial))
         }

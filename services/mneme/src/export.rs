@@ -65,7 +65,9 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<()> {
             (None, Some(_)) => PathBuf::from(&project),
             (None, None) => args.common.home_dir().join("export").join(slug(&project)),
         };
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        // Directories the export makes are owner-only (an existing one, such as a project's,
+        // keeps its mode).
+        store::create_private_dirs(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let memory = memory_block(pool, &project).await?;
         upsert(
             &dir.join("MEMORY.md"),
@@ -119,7 +121,17 @@ fn upsert(path: &Path, title: &str, block: &str) -> anyhow::Result<()> {
         _ => format!("{}\n\n{marked}", existing.trim_end()),
     };
     if content != existing {
-        std::fs::write(path, content).with_context(|| format!("writing {}", path.display()))?;
+        // A new file is owner-only whatever the umask; an existing one keeps the mode its
+        // owner gave it.
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options
+            .open(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+        std::io::Write::write_all(&mut file, content.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

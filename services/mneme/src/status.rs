@@ -16,7 +16,7 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
     }
     println!(
         "nats      {} ({})",
-        common.nats_url,
+        common::nats::shown(&common.nats_url),
         if report["nats"]["reachable"] == true {
             "reachable"
         } else {
@@ -83,7 +83,12 @@ pub async fn check(common: &CommonArgs, service: &str) -> anyhow::Result<()> {
         .await
         .ok()
         .and_then(Result::ok)
-        .ok_or_else(|| anyhow::anyhow!("nats at {} unreachable", common.nats_url))?;
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "nats at {} unreachable",
+                common::nats::shown(&common.nats_url)
+            )
+        })?;
     let health = probe(&client, service).await;
     if health["ok"] != true {
         anyhow::bail!(
@@ -97,7 +102,7 @@ pub async fn check(common: &CommonArgs, service: &str) -> anyhow::Result<()> {
 
 async fn collect(common: &CommonArgs) -> Value {
     let mut report = json!({
-        "nats": {"url": common.nats_url, "reachable": false},
+        "nats": {"url": common::nats::shown(&common.nats_url), "reachable": false},
         "services": {},
         "sessions": 0, "observations": 0, "memory_items": 0, "dead_letters": 0,
         "structured_observations": 0, "session_summaries": 0, "checkpoints": 0, "patterns": 0,

@@ -55,6 +55,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     // The api's token, made now when there is none (so the banner can show it; the api then
     // finds it in the file and does not log it again), before anything is started that an
     // unwritable home would leave behind.
+    common.secure_home()?;
     let token = api_args.resolve_token(&common)?;
     let started = Instant::now();
     let shutdown = common::shutdown::on_signals();
@@ -89,10 +90,10 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     };
     say(&format!(
         "mneme is up: nats {}, store {}\ndashboard: {dashboard}\napi on http://{} (MCP at /mcp, with the token: `mneme token` prints it)\nhooks publish to {}; stop with ctrl-c\n",
-        common.nats_url,
+        common::nats::shown(&common.nats_url),
         common.db_path().display(),
         api_args.addr,
-        common.nats_url
+        common::nats::shown(&common.nats_url)
     ));
 
     tokio::spawn(drain_spool(common.nats_url.clone(), shutdown.clone()));

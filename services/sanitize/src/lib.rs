@@ -15,8 +15,9 @@
 //! - A redacted secret becomes `[REDACTED:<kind>]`; the text around it (an assignment's key, a URL's
 //!   scheme, user and host) is kept so the observation stays useful.
 //! - Cleaning is idempotent: cleaning already cleaned text changes nothing and reports nothing.
-//! - Nothing here guesses by entropy alone, so commit SHAs, UUIDs, digests and lockfile checksums
-//!   survive unchanged.
+//! - Nothing here guesses by entropy alone: the generic detectors (`generic`) ask for a vendor-style
+//!   prefix or a key naming a secret as well as a random-looking value, and keep hex digests,
+//!   UUIDs, lockfile checksums, ids and base64 of text, so those survive unchanged.
 //! - Truncation never splits a UTF-8 character, and [`Sanitizer::clean_output`] cleans before it
 //!   truncates so that a secret can never be cut in half and escape redaction.
 
@@ -27,6 +28,7 @@ use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use sha2::{Digest, Sha256};
 
 mod assign;
+mod generic;
 mod keys;
 mod parsers;
 mod scan;
@@ -34,6 +36,7 @@ mod secrets;
 mod shapes;
 mod tags;
 mod truncate;
+pub mod url;
 
 /// Every redaction starts with this, and no rule redacts text that contains it.
 pub(crate) const REDACTED_PREFIX: &str = "[REDACTED:";
@@ -218,7 +221,10 @@ impl Sanitizer {
             Value::Object(map) => {
                 for (key, item) in map.iter_mut() {
                     self.clean_json_into(item, report);
-                    if keys::is_secret_json_key(key) && keys::redact_json_field(key, item) {
+                    // A key the named-key rules do not take (`"key"`) still hides a random value.
+                    if (keys::is_secret_json_key(key) && keys::redact_json_field(key, item))
+                        || generic::redact_json_field(key, item)
+                    {
                         report.secrets_redacted = report.secrets_redacted.saturating_add(1);
                     }
                 }
@@ -264,6 +270,21 @@ impl Sanitizer {
         truncate::truncate(text, self.max_output_chars, self.preview_chars)
     }
 
+    /// Cleans the start of a payload that could not be read and cuts it to at most `max_bytes`
+    /// bytes (on a character boundary), for a dead letter's excerpt.
+    ///
+    /// Cleaning comes first, over [`EXCERPT_MARGIN`] bytes more than are kept, so a secret that
+    /// straddles the cut is still whole when it is redacted and no half of it is left behind.
+    pub fn clean_excerpt(&self, payload: &[u8], max_bytes: usize) -> String {
+        let end = payload.len().min(max_bytes.saturating_add(EXCERPT_MARGIN));
+        let (cleaned, _) = self.clean_text(&String::from_utf8_lossy(&payload[..end]));
+        let mut cut = cleaned.len().min(max_bytes);
+        while !cleaned.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        cleaned[..cut].to_owned()
+    }
+
     /// Cleans a tool output and then truncates it; cleaning first means a secret straddling the
     /// cut can never leave half of itself behind.
     pub fn clean_output(&self, text: &str) -> (String, Report) {
@@ -273,6 +294,10 @@ impl Sanitizer {
         (kept, report)
     }
 }
+
+/// How much more than it keeps [`Sanitizer::clean_excerpt`] cleans: longer than any one secret
+/// but a PEM block, which is redacted from its BEGIN line even when its END line is cut off.
+pub const EXCERPT_MARGIN: usize = 8 * 1024;
 
 /// Most cleaning rounds [`Sanitizer::clean_text`] runs before giving up on reaching a fixed point.
 const MAX_ROUNDS: usize = 16;
@@ -297,6 +322,15 @@ fn clean_once(text: &str) -> Option<(String, Report)> {
     let (out, n) = secrets::redact(&current, &found);
     report.secrets_redacted = n;
     (!report.is_clean()).then(|| (out.into_owned(), report))
+}
+
+/// The spans the generic detectors alone would redact in `text` (vendor-prefixed random tokens,
+/// random values under keys naming a secret), for measuring them; cleaning never calls this.
+pub fn generic_spans(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut spans = generic::prefixed_tokens(text);
+    spans.extend(generic::keyed_values(text));
+    spans.sort_by_key(|span| span.start);
+    spans
 }
 
 /// Stable content hash (lowercase sha256 hex) of the given parts, each prefixed with its length in

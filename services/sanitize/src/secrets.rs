@@ -22,6 +22,7 @@ use regex::bytes::{Captures, Regex, RegexBuilder};
 
 use crate::REDACTED_PREFIX;
 use crate::assign;
+use crate::generic;
 use crate::keys;
 use crate::parsers;
 use crate::scan::Scanner;
@@ -493,6 +494,22 @@ const RULES: &[Rule] = &[
         gate: Gate::Check(assign::flag_key),
         find: Find::Parse(assign::secret_flags),
     },
+    Rule {
+        kind: "generic-keyed",
+        // Any key naming a secret, with a value that looks random; after the named-key rules,
+        // so what they recognise keeps their kind.
+        markers: generic::KEY_WORDS,
+        gate: Gate::Any,
+        find: Find::Parse(generic::keyed_values),
+    },
+    Rule {
+        kind: "generic-token",
+        // No literal marks an unknown vendor's key, so this rule runs on every text; it is one
+        // linear pass over the token characters.
+        markers: &[],
+        gate: Gate::Any,
+        find: Find::Parse(generic::prefixed_tokens),
+    },
 ];
 
 /// One compiled regex slot per rule, filled on the rule's first use.
@@ -514,6 +531,8 @@ const _: () = assert!(
 struct Prefilter {
     scanner: Scanner,
     owners: Vec<Vec<usize>>,
+    /// The bits of rules without markers, which run on every text.
+    always: u128,
 }
 
 static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| {
@@ -536,9 +555,17 @@ static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| {
             add(marker, FIRST_RULE_BIT + index);
         }
     }
+    let always = RULES
+        .iter()
+        .enumerate()
+        .filter(|(_, rule)| rule.markers.is_empty())
+        .fold(0u128, |bits, (index, _)| {
+            bits | 1 << (FIRST_RULE_BIT + index)
+        });
     Prefilter {
         scanner: Scanner::new(markers.iter().map(String::as_str)),
         owners,
+        always,
     }
 });
 
@@ -551,7 +578,7 @@ impl Markers {
     pub(crate) fn scan(text: &str) -> Markers {
         let prefilter = &*PREFILTER;
         let bytes = text.as_bytes();
-        let mut bits = 0u128;
+        let mut bits = prefilter.always;
         prefilter.scanner.scan(bytes, |id, start, end| {
             for &bit in &prefilter.owners[id] {
                 if bits & (1 << bit) != 0 {

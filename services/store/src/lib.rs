@@ -64,10 +64,23 @@ impl Store {
     /// Open (creating when needed) the store at `path` for writing, and migrate it.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+            create_private_dirs(dir).map_err(|source| StoreError::CreateDir {
                 path: dir.to_owned(),
                 source,
             })?;
+        }
+        // SQLite creates the -wal and -shm files with the database file's permissions, so the
+        // database file is made (or narrowed to) owner-only before SQLite ever opens it.
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            let file = PathBuf::from(name);
+            let made = if suffix.is_empty() {
+                private_file(&file)
+            } else {
+                narrow_file(&file)
+            };
+            made.map_err(|source| StoreError::CreateDir { path: file, source })?;
         }
         // Several services open the same new store at once (`mneme up`, compose). Switching a
         // new file to WAL and migrating it both need the database to themselves, and sqlx
@@ -100,9 +113,8 @@ impl Store {
             path: lock_path.clone(),
             source,
         };
+        private_file(&lock_path).map_err(error)?;
         let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
             .read(true)
             .write(true)
             .open(&lock_path)
@@ -187,6 +199,81 @@ pub async fn begin_write(
     pool.begin_with("BEGIN IMMEDIATE").await
 }
 
+/// Owner-only permissions for mneme's directories and files: the store, the spool and the
+/// exports hold everything an agent saw, which other local users must not read.
+#[cfg(unix)]
+const DIR_MODE: u32 = 0o700;
+#[cfg(unix)]
+const FILE_MODE: u32 = 0o600;
+
+/// Create `dir` and any missing parents owner-only (0700), whatever the process umask. An
+/// existing directory is left as it is: it may be shared (`/tmp`), and only mneme's own data
+/// directory is narrowed, by [`private_dir`].
+pub fn create_private_dirs(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, DIR_MODE);
+    builder.create(dir)
+}
+
+/// Make mneme's data directory `dir` owner-only: create it 0700, or narrow it to 0700 when
+/// group or others may read it (saying so in the log). A directory with the sticky bit (a
+/// shared one such as `/tmp`, given as `MNEME_HOME` by mistake) is never narrowed.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    create_private_dirs(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 && mode & 0o1000 == 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))?;
+            tracing::warn!(
+                dir = %dir.display(),
+                was = format!("{:o}", mode & 0o7777),
+                "mneme's data directory was readable by other users; narrowed it to 0700"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Create the file at `path` owner-only (0600) when it does not exist, or narrow it to 0600
+/// when group or others may read it (saying so in the log).
+pub fn private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, FILE_MODE);
+    options.open(path)?;
+    narrow_file(path)
+}
+
+/// Narrow an existing file to owner-only (0600) when group or others may read it; a missing
+/// file is nothing to do.
+fn narrow_file(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = match std::fs::metadata(path) {
+            Ok(metadata) => metadata.permissions().mode(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(FILE_MODE))?;
+            tracing::warn!(
+                file = %path.display(),
+                was = format!("{:o}", mode & 0o777),
+                "a store file was readable by other users; narrowed it to 0600"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 /// "process 1234 (mneme)" from what a lock file holds (a pid and a host name), with the
 /// program's name when the holder runs on this host, and the host's name when it does not.
 fn holder(text: &str) -> String {
@@ -223,9 +310,8 @@ async fn lock_file(path: &Path) -> Result<std::fs::File, StoreError> {
         path: lock_path.clone(),
         source,
     };
+    private_file(&lock_path).map_err(error)?;
     let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
         .write(true)
         .open(&lock_path)
         .map_err(error)?;
@@ -253,7 +339,10 @@ async fn pool(path: &Path, read_only: bool, max: u32) -> Result<SqlitePool, Stor
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(10))
-        .foreign_keys(true);
+        .foreign_keys(true)
+        // Freed pages are overwritten with zeros, so the text of a deleted session does not
+        // linger in the database or its WAL for anyone reading the raw file.
+        .pragma("secure_delete", "ON");
     SqlitePoolOptions::new()
         .max_connections(max)
         .connect_with(options)

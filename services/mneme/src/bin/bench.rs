@@ -22,6 +22,8 @@ mod compress_bench;
 mod nats_server;
 #[path = "../bench/retrieval.rs"]
 mod retrieval_bench;
+#[path = "../bench/secrets.rs"]
+mod secrets_bench;
 
 use anyhow::Context as _;
 use nats_server::LocalNats;
@@ -59,8 +61,9 @@ async fn main() -> anyhow::Result<()> {
         "locomo" => retrieval_bench::locomo().await,
         "search" => retrieval_bench::search().await,
         "compress" => compress_bench::compress().await,
+        "secrets" => secrets_bench::secrets(),
         _ => anyhow::bail!(
-            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress"
+            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress|secrets"
         ),
     }
 }
