@@ -224,7 +224,8 @@ fn is_wordlike(letters: &[u8]) -> bool {
 
 /// True when the token is base64 of mostly printable text (a sentence, JSON, a config file).
 fn decodes_to_text(token: &str) -> bool {
-    let Some(decoded) = decode_base64(token) else {
+    let Some(decoded) = crate::parsers::decode_base64url(token.trim_end_matches('=').as_bytes())
+    else {
         return false;
     };
     if decoded.len() < 12 {
@@ -239,29 +240,6 @@ fn decodes_to_text(token: &str) -> bool {
         .filter(|&&b| b.is_ascii_alphabetic() || b == b' ')
         .count();
     printable * 100 >= decoded.len() * 95 && letters_or_space * 10 >= decoded.len() * 6
-}
-
-fn decode_base64(token: &str) -> Option<Vec<u8>> {
-    let mut bits = 0u32;
-    let mut count = 0;
-    let mut out = Vec::with_capacity(token.len() * 3 / 4);
-    for byte in token.trim_end_matches('=').bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        };
-        bits = (bits << 6) | u32::from(value);
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-        }
-    }
-    Some(out)
 }
 
 /// Spans of tokens that are a vendor-style prefix followed by a random body; the whole token is

@@ -411,7 +411,7 @@ pub(crate) fn discord_tokens(text: &str) -> Vec<Range<usize>> {
 }
 
 /// Decodes unpadded base64 or base64url; `None` on a byte outside both alphabets.
-fn decode_base64url(text: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64url(text: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len() * 3 / 4);
     let mut buffer = 0u32;
     let mut bits = 0u32;

@@ -106,19 +106,11 @@ impl Store {
     /// `mneme up` sharing a home, two boxes sharing a volume); the second refuses to start.
     pub fn hold_writer(&self, service: &str) -> Result<WriterLock, StoreError> {
         use std::io::{Read as _, Seek as _, Write as _};
-        let mut name = self.path.as_os_str().to_owned();
-        name.push(format!(".{service}.lock"));
-        let lock_path = PathBuf::from(name);
+        let (mut file, lock_path) = open_lock(&self.path, &format!(".{service}.lock"))?;
         let error = |source| StoreError::CreateDir {
             path: lock_path.clone(),
             source,
         };
-        private_file(&lock_path).map_err(error)?;
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&lock_path)
-            .map_err(error)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -299,12 +291,11 @@ fn host_name() -> String {
         .unwrap_or_default()
 }
 
-/// Take the migration lock of the store at `path`, waiting for other openers to finish. The
-/// wait polls instead of blocking, so openers sharing one task (as in `mneme up`) cannot
-/// deadlock each other.
-async fn lock_file(path: &Path) -> Result<std::fs::File, StoreError> {
+/// Open (creating it owner-only) the lock file beside the store at `path` named by `suffix`,
+/// for reading and writing; the caller takes the lock.
+fn open_lock(path: &Path, suffix: &str) -> Result<(std::fs::File, PathBuf), StoreError> {
     let mut name = path.as_os_str().to_owned();
-    name.push(".migrate-lock");
+    name.push(suffix);
     let lock_path = PathBuf::from(name);
     let error = |source| StoreError::CreateDir {
         path: lock_path.clone(),
@@ -312,9 +303,22 @@ async fn lock_file(path: &Path) -> Result<std::fs::File, StoreError> {
     };
     private_file(&lock_path).map_err(error)?;
     let file = std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .open(&lock_path)
         .map_err(error)?;
+    Ok((file, lock_path))
+}
+
+/// Take the migration lock of the store at `path`, waiting for other openers to finish. The
+/// wait polls instead of blocking, so openers sharing one task (as in `mneme up`) cannot
+/// deadlock each other.
+async fn lock_file(path: &Path) -> Result<std::fs::File, StoreError> {
+    let (file, lock_path) = open_lock(path, ".migrate-lock")?;
+    let error = |source| StoreError::CreateDir {
+        path: lock_path.clone(),
+        source,
+    };
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(file),
