@@ -29,7 +29,7 @@ command -v python3 >/dev/null 2>&1 || {
 # The binaries, rebuilt when this checkout changed since they were installed (cargo install
 # compares). One target directory for both, so the second build reuses the first one's crates.
 if [ ! -x "$bin/mneme" ] || [ ! -x "$bin/mneme-hook" ] || [ "${MNEME_REBUILD:-}" = 1 ] \
-    || ! "$bin/mneme" --version 2>/dev/null | grep -q "$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"; then
+    || ! grep -q "$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" <<<"$("$bin/mneme" --version 2>/dev/null)"; then
     say "building mneme and mneme-hook (the first build takes about ten minutes on two cores)"
     export CARGO_TARGET_DIR="$PWD/target"
     cargo install --quiet --locked --force --path services/mneme --bin mneme

@@ -418,7 +418,11 @@ say "after down and up: the same token, not shown in the log again"
 placeholder=change-me-to-a-long-random-token
 MNEME_API_TOKEN="$placeholder" compose up -d --no-deps api >/dev/null 2>&1
 deadline=$((SECONDS + 60))
-until compose logs --no-color api 2>/dev/null | grep -q "MNEME_API_TOKEN is a placeholder"; do
+# The logs are read whole before grep sees them: a grep that stops at its first match would
+# leave `compose logs` writing into a closed pipe, and under pipefail that SIGPIPE (141) ends the
+# test.
+api_log() { compose logs --no-color api 2>/dev/null || true; }
+until grep -q "MNEME_API_TOKEN is a placeholder" <<<"$(api_log)"; do
     [ "$SECONDS" -ge "$deadline" ] && fail "the api did not refuse the placeholder token: $(compose logs --no-color --tail 20 api)"
     sleep 0.5
 done
@@ -429,7 +433,7 @@ until [ "$(docker inspect -f '{{.RestartCount}} {{.State.ExitCode}}' "$api_conta
     [ "$SECONDS" -ge "$deadline" ] && fail "the api with the placeholder token did not exit"
     sleep 0.5
 done
-refusal="$(compose logs --no-color api 2>/dev/null | grep -m1 "MNEME_API_TOKEN is a placeholder" | sed 's/^[^|]*| //')"
+refusal="$(grep -m1 "MNEME_API_TOKEN is a placeholder" <<<"$(api_log)" | sed 's/^[^|]*| //')"
 [ "$(write_status "$placeholder" 2>/dev/null)" != 202 ] || fail "the placeholder token was accepted"
 compose up -d --no-deps api >/dev/null 2>&1
 wait_healthy "$(now)" >/dev/null

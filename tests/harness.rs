@@ -116,17 +116,28 @@ pub struct App {
 }
 
 impl App {
-    /// nats and a temporary home, no services.
+    /// nats and a temporary home, no services. The server admits only mneme's identities,
+    /// each with its own permissions, as `mneme up`'s does: the key set is made in the home,
+    /// where every service (by its name), the hook and the command line (by `MNEME_HOME`) and
+    /// the tests' own clients (as the machine owner) find their keys, so the whole suite runs
+    /// with least privilege.
     pub fn bare() -> App {
-        App::bare_with_nats(None)
+        let home = tempfile::tempdir().unwrap();
+        let users =
+            common::access::ensure_keys(&proto::defaults::nats_keys_dir(home.path())).unwrap();
+        App::bare_in(home, Some(&common::access::authorization(&users)))
     }
 
-    /// Like [`App::bare`], with `extra` nats-server configuration (see [`Nats::start_with`]).
+    /// Like [`App::bare`], with `extra` nats-server configuration (see [`Nats::start_with`])
+    /// in place of mneme's identities.
     pub fn bare_with_nats(extra: Option<&str>) -> App {
+        App::bare_in(tempfile::tempdir().unwrap(), extra)
+    }
+
+    fn bare_in(home: tempfile::TempDir, extra: Option<&str>) -> App {
         init_logs();
         // Build the binaries before anything is timed, so a cold build never races a test.
         binary("mneme-hook");
-        let home = tempfile::tempdir().unwrap();
         let nats = Nats::start_with(home.path(), extra);
         let mut common = CommonArgs::from_env();
         common.nats_url = nats.url();

@@ -118,3 +118,193 @@ async fn a_service_started_before_nats_connects_when_it_comes_up() {
     app.shutdown.cancel();
     ingest.await.unwrap().unwrap();
 }
+
+/// A client holding one identity of the key set, with that role's inbox, recording the
+/// permission violations the server reports to it.
+async fn connect_as(
+    app: &App,
+    role: proto::access::Role,
+) -> (
+    async_nats::Client,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    let seed = proto::defaults::nats_keys_dir(app.home.path()).join(role.key_file());
+    let seed = std::fs::read_to_string(seed).unwrap().trim().to_owned();
+    let violations = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = violations.clone();
+    let client = async_nats::ConnectOptions::with_nkey(seed)
+        .custom_inbox_prefix(role.inbox_prefix())
+        .event_callback(move |event| {
+            let seen = seen.clone();
+            async move {
+                if let async_nats::Event::ServerError(error) = event {
+                    seen.lock().unwrap().push(error.to_string());
+                }
+            }
+        })
+        .connect(app.nats.url())
+        .await
+        .unwrap();
+    (client, violations)
+}
+
+/// Wait until the server has reported a permission violation naming `subject`.
+async fn refused(violations: &std::sync::Mutex<Vec<String>>, subject: &str) -> bool {
+    crate::harness::wait_until(Duration::from_secs(5), || async {
+        violations
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|v| v.to_lowercase().contains("permissions violation") && v.contains(subject))
+    })
+    .await
+    .is_ok()
+}
+
+/// Whether `subscription` receives a message within `wait`.
+async fn receives(subscription: &mut async_nats::Subscriber, wait: Duration) -> bool {
+    use futures::StreamExt as _;
+    tokio::time::timeout(wait, subscription.next())
+        .await
+        .is_ok_and(|m| m.is_some())
+}
+
+/// The hook's key is on every developer's machine: with it one may publish events and ask for
+/// context and search, and nothing else. Everything here runs on the harness's server, which
+/// admits only mneme's identities with their permissions (as `mneme up`'s does), and the
+/// services, the hook binary and the command line work with only their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_key_publishes_events_and_asks_for_memory_and_can_do_nothing_else() {
+    use proto::Message as _;
+    use proto::access::Role;
+    use proto::subjects;
+    let mut app = App::start().await;
+    let (output, _) = app.hook(&prompt("kept-1", "the hook identity stores this zq81"));
+    assert!(output.status.success());
+    let stored = "SELECT count(*) FROM observations WHERE session_id = 'kept-1'";
+    assert_eq!(
+        app.wait_for_count(stored, 1, Duration::from_secs(30)).await,
+        1
+    );
+    assert_eq!(app.spooled(), 0, "the hook's own key was refused");
+    app.wait_indexed(1).await;
+
+    // No key at all: refused, and the hook spools.
+    let (output, _) = app.hook_as(
+        "claude-code",
+        &prompt("kept-1", "without a key"),
+        &[("MNEME_NATS_KEYS", "/nonexistent".to_owned())],
+    );
+    assert!(output.status.success());
+    assert_eq!(app.spooled(), 1);
+    std::fs::remove_dir_all(app.spool_dir()).unwrap();
+
+    let (hook, violations) = connect_as(&app, Role::Hook).await;
+    let (owner, _) = connect_as(&app, Role::Admin).await;
+
+    // It may ask for search and context, and gets retrieval's answer.
+    let search = proto::SearchRequest {
+        query: "zq81".into(),
+        limit: 5,
+        ..Default::default()
+    };
+    let reply = hook
+        .request(subjects::RETRIEVAL_SEARCH, search.encode_to_vec().into())
+        .await
+        .expect("the hook may search");
+    assert!(
+        !proto::SearchReply::decode(reply.payload)
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+
+    // It cannot read everything, another identity's replies, or serve retrieval's subjects.
+    let mut everything = hook.subscribe(">").await.unwrap();
+    assert!(refused(&violations, ">").await, "{violations:?}");
+    let mut replies = hook.subscribe("_INBOX.admin.>").await.unwrap();
+    assert!(refused(&violations, "_INBOX.admin.>").await);
+    let mut impostor = hook
+        .queue_subscribe(
+            subjects::RETRIEVAL_CONTEXT,
+            subjects::RETRIEVAL_QUEUE.to_owned(),
+        )
+        .await
+        .unwrap();
+    assert!(refused(&violations, subjects::RETRIEVAL_CONTEXT).await);
+    hook.flush().await.unwrap();
+    let answered = owner
+        .request(subjects::RETRIEVAL_SEARCH, search.encode_to_vec().into())
+        .await
+        .unwrap();
+    assert!(
+        !proto::SearchReply::decode(answered.payload)
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+    let context = proto::ContextRequest {
+        moment: proto::context_request::Moment::Prompt as i32,
+        session_id: "next-1".into(),
+        prompt: "zq81".into(),
+        ..Default::default()
+    };
+    for _ in 0..5 {
+        owner
+            .request(subjects::RETRIEVAL_CONTEXT, context.encode_to_vec().into())
+            .await
+            .expect("retrieval, not the hook, answers context");
+    }
+    assert!(!receives(&mut everything, Duration::from_millis(300)).await);
+    assert!(!receives(&mut replies, Duration::from_millis(100)).await);
+    assert!(!receives(&mut impostor, Duration::from_millis(100)).await);
+
+    // It cannot delete sessions, change retention or touch JetStream's API.
+    let delete = proto::DeleteSessionsRequest {
+        session_ids: vec!["kept-1".into()],
+    };
+    assert!(
+        hook.request(subjects::SESSIONS_DELETE, delete.encode_to_vec().into())
+            .await
+            .is_err()
+    );
+    assert!(refused(&violations, subjects::SESSIONS_DELETE).await);
+    for subject in [
+        subjects::RETENTION_SET.to_owned(),
+        format!("$JS.API.STREAM.DELETE.{}", subjects::EVENTS_STREAM),
+        format!("$JS.API.STREAM.PURGE.{}", subjects::EVENTS_STREAM),
+    ] {
+        hook.publish(subject.clone(), "{}".into()).await.unwrap();
+        assert!(
+            refused(&violations, &subject).await,
+            "{subject}: {violations:?}"
+        );
+    }
+    hook.flush().await.unwrap();
+    let jetstream = async_nats::jetstream::new(owner.clone());
+    let mut events = jetstream.get_stream(subjects::EVENTS_STREAM).await.unwrap();
+    assert!(events.info().await.unwrap().state.messages >= 1);
+    assert_eq!(app.count(stored).await, 1, "a hook key deleted a session");
+
+    // A service key is its service's alone: retrieval's cannot publish events or delete.
+    let (retrieval, violations) = connect_as(&app, Role::Retrieval).await;
+    for subject in [
+        subjects::event_subject("claude_code", "prompt"),
+        subjects::SESSIONS_DELETE.to_owned(),
+    ] {
+        retrieval
+            .publish(subject.clone(), "{}".into())
+            .await
+            .unwrap();
+        assert!(
+            refused(&violations, &subject).await,
+            "{subject}: {violations:?}"
+        );
+    }
+
+    // The owner's key (the command line's) may delete.
+    let reply: proto::SessionsChangedReply = app.ask(subjects::SESSIONS_DELETE, &delete).await;
+    assert!(reply.error.is_empty(), "{}", reply.error);
+    assert_eq!(app.count(stored).await, 0);
+    app.stop_services().await;
+}

@@ -374,3 +374,94 @@ async fn one_hook_event_is_one_trace_from_hook_through_ingest() {
     ingest.kill().unwrap();
     ingest.wait().unwrap();
 }
+
+/// A hook payload: a prompt in `session`.
+fn prompt_in(session: &str, text: &str) -> Vec<u8> {
+    serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": session,
+        "cwd": "/work/spool", "prompt": text})
+    .to_string()
+    .into_bytes()
+}
+
+/// The spool is bounded, and an event NATS refuses for itself (here: bigger than the server
+/// takes in one message) does not block the events behind it: it is set aside after three
+/// replays in which the events after it went through, and `mneme status` counts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_spooled_event_is_set_aside_and_the_spool_keeps_its_bounds() {
+    use proto::Message as _;
+    let mut app = App::start_core().await;
+    let spool = mneme_hook::spool::Spool::new(app.spool_dir());
+    let huge = proto::Event {
+        schema_version: proto::SCHEMA_VERSION,
+        id: proto::new_event_id(),
+        occurred_at_ms: common::time::now_ms(),
+        agent: proto::Agent::ClaudeCode as i32,
+        session_id: "spool-1".into(),
+        payload: Some(proto::event::Payload::Prompt(proto::Prompt {
+            text: "x".repeat(2 * 1024 * 1024),
+        })),
+        ..Default::default()
+    };
+    spool.write(&huge.id, &huge.encode_to_vec()).unwrap();
+    let stored = "SELECT count(*) FROM observations WHERE session_id = 'spool-1'";
+    for n in 1..=3 {
+        let (output, _) = app.hook(&prompt_in(
+            "spool-1",
+            &format!("prompt {n} behind the huge one"),
+        ));
+        assert!(output.status.success());
+        // The event of this run went through although the one before it was refused.
+        assert_eq!(
+            app.wait_for_count(stored, n, Duration::from_secs(30)).await,
+            n,
+            "run {n}: the events behind a refused one were held back"
+        );
+    }
+    let stats = spool.stats();
+    assert_eq!((stats.pending, stats.set_aside), (0, 1), "{stats:?}");
+    assert!(app.spool_dir().join(format!("{}.failed", huge.id)).exists());
+    let status: serde_json::Value =
+        serde_json::from_slice(&app.mneme(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["spool"]["set_aside"], 1);
+
+    // With NATS down and a bound of 2 KB, the spool keeps only the newest events that fit.
+    app.nats.stop();
+    let bound = [("MNEME_SPOOL_MAX_BYTES", "2048".to_owned())];
+    for n in 0..12 {
+        let text = format!("offline prompt {n} {}", "y".repeat(300));
+        let (output, _) = app.hook_as("claude-code", &prompt_in("spool-2", &text), &bound);
+        assert!(output.status.success());
+    }
+    let stats = spool.stats();
+    assert!(stats.bytes <= 2048, "{stats:?}");
+    assert!(stats.pending >= 2 && stats.pending < 12, "{stats:?}");
+    assert_eq!(stats.dropped, 12 - stats.pending, "{stats:?}");
+    let status = app.mneme(&["status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains(&format!(
+            "{} dropped over the bounds, 1 set aside",
+            stats.dropped
+        )),
+        "{text}"
+    );
+    // The newest survive, and go out when NATS is back.
+    app.nats.resume();
+    let (output, _) = app.hook(&prompt_in("spool-2", "back online"));
+    assert!(output.status.success());
+    let kept = "SELECT count(*) FROM observations WHERE session_id = 'spool-2'";
+    let expected = stats.pending as i64 + 1;
+    assert_eq!(
+        app.wait_for_count(kept, expected, Duration::from_secs(30))
+            .await,
+        expected
+    );
+    let last: (String,) = sqlx::query_as(
+        "SELECT body FROM observations WHERE session_id = 'spool-2' ORDER BY id DESC LIMIT 1 OFFSET 1",
+    )
+    .fetch_one(app.store().await.pool())
+    .await
+    .unwrap();
+    assert!(last.0.contains("offline prompt 11"), "{}", last.0);
+    app.stop_services().await;
+}

@@ -118,12 +118,65 @@ fn file_holds(path: &Path, needle: &str) -> bool {
         .any(|window| window == needle.as_bytes())
 }
 
+/// Whether any file under `dir` holds `needle`.
+fn tree_holds(dir: &Path, needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        if path.is_dir() {
+            tree_holds(&path, needle)
+        } else {
+            file_holds(&path, needle)
+        }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_deleted_session_leaves_no_text_in_the_store_files() {
+async fn a_deleted_session_leaves_no_text_in_the_store_or_stream_files() {
+    use proto::Message as _;
     let app = App::start_core().await;
     let marker = "zebrafinch-marker-4417";
     let text = format!("the deploy password hint is {marker} and nothing else");
     assert!(app.hook(&tool_call("doomed", &text)).0.status.success());
+    // An event of the session that ingest cannot take (a schema version it does not know):
+    // dead-lettered, with an excerpt, in the dead-letter stream and table.
+    let lost = "osprey-marker-9902";
+    let event = proto::Event {
+        schema_version: 99,
+        id: proto::new_event_id(),
+        session_id: "doomed".into(),
+        payload: Some(proto::event::Payload::Prompt(proto::Prompt {
+            text: format!("a prompt from the future holding {lost}"),
+        })),
+        ..Default::default()
+    };
+    let jetstream = async_nats::jetstream::new(app.client().await);
+    jetstream
+        .publish(
+            proto::subjects::event_subject("claude_code", "prompt"),
+            event.encode_to_vec().into(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let letters = "SELECT count(*) FROM dead_letters";
+    assert_eq!(
+        app.wait_for_count(letters, 1, Duration::from_secs(30))
+            .await,
+        1
+    );
+    let streams = app.home.path().join("jetstream");
+    assert!(
+        tree_holds(&streams, marker),
+        "the event never reached the stream's files"
+    );
+    assert!(
+        tree_holds(&streams, lost),
+        "the dead letter never reached the stream's files"
+    );
     // A session that stays, so the pages the deleted rows shared are rewritten, not dropped.
     assert!(
         app.hook(&tool_call("kept", "an unrelated tool output that stays"))
@@ -180,5 +233,109 @@ async fn a_deleted_session_leaves_no_text_in_the_store_files() {
             file.display()
         );
     }
+    // JetStream erased the session's raw events and its dead letter: overwritten in the
+    // streams' files, not only marked deleted.
+    assert_eq!(app.count(letters).await, 0, "the dead letter's row stayed");
+    assert!(
+        !tree_holds(&streams, marker),
+        "the events stream still holds the deleted text"
+    );
+    assert!(
+        !tree_holds(&streams, lost),
+        "the dead-letter stream still holds the deleted text"
+    );
+    assert!(
+        app.hook(&tool_call("kept", "the stream still takes events"))
+            .0
+            .status
+            .success()
+    );
     store.close().await;
+}
+
+/// `mneme doctor` as JSON, and whether it exited 0.
+fn doctor(app: &App, env: &[(&str, String)]) -> (serde_json::Value, bool) {
+    let output = std::process::Command::new(crate::harness::binary("mneme"))
+        .arg("doctor")
+        .arg("--json")
+        .envs(app.env())
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    (report, output.status.success())
+}
+
+/// The findings of one topic, as `(ok, text)`.
+fn findings<'a>(report: &'a serde_json::Value, topic: &str) -> Vec<(bool, &'a str)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["topic"] == topic)
+        .map(|f| (f["ok"] == true, f["text"].as_str().unwrap()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_reports_modes_nats_auth_the_hooks_identity_the_spool_and_the_api() {
+    let app = App::start_core().await;
+    assert!(
+        app.hook(&tool_call("doc-1", "something to store"))
+            .0
+            .status
+            .success()
+    );
+    let api = [("MNEME_API_ADDR", "127.0.0.1:1".to_owned())];
+    let (report, healthy) = doctor(&app, &api);
+    assert!(healthy, "{report:#}");
+    assert_eq!(report["problems"], 0);
+    assert!(
+        findings(&report, "nats")[0]
+            .1
+            .contains("refuses clients without credentials")
+    );
+    let hook = findings(&report, "hook");
+    assert!(
+        hook[0].0 && hook[0].1.contains("the hook identity"),
+        "{hook:?}"
+    );
+    assert!(findings(&report, "files")[0].1.contains("owner only"));
+    assert!(findings(&report, "api")[0].1.contains("this machine only"));
+
+    // A store another user can read, a hook holding the owner's key, an api beyond loopback.
+    std::fs::set_permissions(app.db_path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let admin = proto::defaults::nats_keys_dir(app.home.path()).join("admin.nk");
+    let (report, healthy) = doctor(
+        &app,
+        &[
+            ("MNEME_NATS_NKEY", admin.display().to_string()),
+            ("MNEME_API_ADDR", "0.0.0.0:1".to_owned()),
+        ],
+    );
+    assert!(!healthy);
+    assert_eq!(report["problems"], 3, "{report:#}");
+    let files = findings(&report, "files");
+    assert!(
+        !files[0].0 && files[0].1.contains("mneme.db (644)"),
+        "{files:?}"
+    );
+    let hook = findings(&report, "hook");
+    assert!(
+        !hook[0].0 && hook[0].1.contains("the admin identity"),
+        "{hook:?}"
+    );
+    assert!(!findings(&report, "api")[0].0);
+    std::fs::set_permissions(app.db_path(), std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    // A server without auth is said to be one.
+    let open = App::bare_with_nats(None);
+    let (report, healthy) = doctor(&open, &api);
+    assert!(!healthy);
+    let nats = findings(&report, "nats");
+    assert!(
+        !nats[0].0 && nats[0].1.contains("without credentials"),
+        "{nats:?}"
+    );
 }

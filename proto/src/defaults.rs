@@ -23,3 +23,10 @@ pub fn home() -> PathBuf {
 pub fn spool_dir(home: &std::path::Path) -> PathBuf {
     home.join("spool")
 }
+
+/// The directory of the NATS identities' seed files (`<role>.nk`) under a data directory: what
+/// `mneme up` creates for its own server, and where the hook and the command line look for
+/// their keys when no credential is configured.
+pub fn nats_keys_dir(home: &std::path::Path) -> PathBuf {
+    home.join("nats-keys")
+}

@@ -8,6 +8,7 @@
 
 #![allow(missing_docs)]
 
+pub mod access;
 pub mod defaults;
 pub mod subjects;
 

@@ -7,6 +7,7 @@
 //!
 //! Architecture invariant: `common` knows nothing about any service's domain and holds no SQL.
 
+pub mod access;
 pub mod health;
 pub mod nats;
 pub mod notices;
@@ -35,6 +36,13 @@ pub struct CommonArgs {
     /// its users. A file, never the seed itself, so it stays out of process listings and logs.
     #[arg(long, env = "MNEME_NATS_NKEY")]
     pub nats_nkey: Option<PathBuf>,
+
+    /// Directory of a deployment's NATS identities, one NKey seed per role (`ingest.nk`,
+    /// `retrieval.nk`, `api.nk`, `admin.nk`, …; see `mneme nats-key --users`): each service
+    /// connects as its own role with only that role's permissions. Used when no token, seed or
+    /// credentials file is given; `$MNEME_HOME/nats-keys` (made by `mneme up`) when unset.
+    #[arg(long, env = "MNEME_NATS_KEYS")]
+    pub nats_keys: Option<PathBuf>,
 
     /// Token for NATS, when the server requires one.
     #[arg(long, env = "MNEME_NATS_TOKEN", hide_env_values = true)]
@@ -90,6 +98,14 @@ impl CommonArgs {
             tracing::warn!(dir = %home.display(), %error, "cannot make the data directory owner-only");
         }
         Ok(())
+    }
+
+    /// The directory of NATS identities: `MNEME_NATS_KEYS`, else `nats-keys` in the data
+    /// directory.
+    pub fn nats_keys_dir(&self) -> PathBuf {
+        self.nats_keys
+            .clone()
+            .unwrap_or_else(|| proto::defaults::nats_keys_dir(&self.home_dir()))
     }
 
     /// The SQLite database path.

@@ -13,13 +13,25 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use crate::CommonArgs;
 
 /// Connection options naming the client `mneme-<name>`, with whichever authentication the
-/// arguments give (token, NKey seed file, credentials file).
+/// arguments give (token, NKey seed file, credentials file), else the seed of the client's role
+/// in the keys directory when it holds one; replies come to the role's own inbox prefix, the
+/// only one its permissions let it read.
 pub async fn options(args: &CommonArgs, name: &str) -> anyhow::Result<async_nats::ConnectOptions> {
-    let mut options = async_nats::ConnectOptions::new().name(format!("mneme-{name}"));
+    let role = proto::access::Role::of_client(name);
+    let mut options = async_nats::ConnectOptions::new()
+        .name(format!("mneme-{name}"))
+        .custom_inbox_prefix(role.inbox_prefix());
     if let Some(token) = &args.nats_token {
         options = options.token(token.clone());
     }
-    if let Some(path) = &args.nats_nkey {
+    let configured =
+        args.nats_token.is_some() || args.nats_nkey.is_some() || args.nats_creds.is_some();
+    let seed = match &args.nats_nkey {
+        Some(path) => Some(path.clone()),
+        None if !configured => crate::access::seed_in(&args.nats_keys_dir(), name),
+        None => None,
+    };
+    if let Some(path) = &seed {
         options = options.nkey(read_seed(path)?);
     }
     if let Some(creds) = &args.nats_creds {
@@ -32,7 +44,7 @@ pub async fn options(args: &CommonArgs, name: &str) -> anyhow::Result<async_nats
 }
 
 /// The NKey seed in a file: its one line, which must be a user seed (`SU…`).
-fn read_seed(path: &std::path::Path) -> anyhow::Result<String> {
+pub(crate) fn read_seed(path: &std::path::Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the nats nkey seed {}", path.display()))?;
     let seed = text.trim();

@@ -222,8 +222,11 @@ async fn deliver(
                     reason: format!("spool write: {error}"),
                 };
             }
+            keep_bounds(config, &spool);
             match replay(config, &jetstream, &spool, Some((&event.id, &parent))).await {
-                Ok(replayed) if !spool.has_pending() => Outcome::Published { replayed },
+                // Published once its own file is gone, even while an event refused for
+                // itself still waits before it.
+                Ok(replayed) if !spool.holds(&event.id) => Outcome::Published { replayed },
                 Ok(_) => Outcome::Spooled {
                     reason: "replay budget spent or another replay running".to_owned(),
                 },
@@ -261,6 +264,8 @@ async fn deliver(
 async fn connect(config: &HookConfig) -> Result<async_nats::Client, String> {
     let mut options = async_nats::ConnectOptions::new()
         .name("mneme-hook")
+        // The only inbox a hook identity may read, so no other identity's replies reach it.
+        .custom_inbox_prefix(proto::access::Role::Hook.inbox_prefix())
         .connection_timeout(config.connect_timeout)
         .max_reconnects(1);
     if let Some(token) = &config.nats_token {
@@ -328,10 +333,24 @@ async fn replay(
     let Some(_lock) = lock else { return Ok(0) };
     let deadline = Instant::now() + config.replay_budget;
     let mut replayed = 0;
+    // An event NATS refused while the one after it went through is refused for itself (too
+    // big, a subject it may not use), not for the connection: it is skipped for this replay,
+    // and set aside after `MAX_FAILURES` replays, so it cannot block every later event. Two
+    // refusals in a row mean NATS is not taking anything: the replay stops there.
+    let mut skipped = std::collections::HashSet::new();
+    let mut suspect: Option<(std::path::PathBuf, String)> = None;
     loop {
-        let pending = spool.pending().map_err(|e| format!("spool list: {e}"))?;
+        let pending: Vec<_> = spool
+            .pending()
+            .map_err(|e| format!("spool list: {e}"))?
+            .into_iter()
+            .filter(|path| !skipped.contains(path))
+            .collect();
         if pending.is_empty() {
-            return Ok(replayed);
+            return match suspect {
+                Some((_, reason)) => Err(reason),
+                None => Ok(replayed),
+            };
         }
         for path in pending {
             if Instant::now() > deadline {
@@ -344,12 +363,18 @@ async fn replay(
                         Some((id, parent)) if id == event.id => parent.to_owned(),
                         _ => traceparent(&event),
                     };
-                    publish(config, jetstream, &event, &parent).await?;
+                    if let Err(reason) = publish(config, jetstream, &event, &parent).await {
+                        if suspect.is_some() {
+                            return Err(reason);
+                        }
+                        skipped.insert(path.clone());
+                        suspect = Some((path, reason));
+                        continue;
+                    }
                 }
                 Err(error) => {
                     // A damaged file must not block every later event; keep it aside for a human.
-                    let aside = path.with_extension("corrupt");
-                    let _ = std::fs::rename(&path, &aside);
+                    let _ = spool.set_aside(&path, true);
                     log(
                         config,
                         &format!(
@@ -361,8 +386,61 @@ async fn replay(
                 }
             }
             std::fs::remove_file(&path).map_err(|e| format!("spool remove: {e}"))?;
+            spool.clear_failures(&path);
             replayed += 1;
+            if let Some((refused, reason)) = suspect.take() {
+                set_aside_when_refused_again(config, spool, &refused, &reason);
+            }
         }
+    }
+}
+
+/// Count one more refusal of a spooled event whose successor went through, and set it aside
+/// once it has been refused `MAX_FAILURES` times.
+fn set_aside_when_refused_again(
+    config: &HookConfig,
+    spool: &Spool,
+    path: &std::path::Path,
+    reason: &str,
+) {
+    match spool.count_failure(path) {
+        Ok(count) if count >= crate::spool::MAX_FAILURES => match spool.set_aside(path, false) {
+            Ok(aside) => log(
+                config,
+                &format!(
+                    "spooled event {} refused {count} times while later events went through ({reason}); set aside as {}",
+                    path.display(),
+                    aside.display()
+                ),
+            ),
+            Err(error) => log(
+                config,
+                &format!("cannot set aside {}: {error}", path.display()),
+            ),
+        },
+        Ok(_) => {}
+        Err(error) => log(
+            config,
+            &format!("cannot count a refusal of {}: {error}", path.display()),
+        ),
+    }
+}
+
+/// Keep the spool within its bounds after a write, saying in the hook log what was dropped.
+fn keep_bounds(config: &HookConfig, spool: &Spool) {
+    let now = hosts::adapter::now_ms();
+    match spool.enforce(config.spool_bounds, now) {
+        Ok(0) => {}
+        Ok(dropped) => log(
+            config,
+            &format!(
+                "spool over its bounds ({} bytes, {} days): dropped the {dropped} oldest events (listed in {})",
+                config.spool_bounds.max_bytes,
+                config.spool_bounds.max_age.as_secs() / 86_400,
+                spool.dir().join("dropped.log").display()
+            ),
+        ),
+        Err(error) => log(config, &format!("spool bounds: {error}")),
     }
 }
 
@@ -448,10 +526,14 @@ fn traceparent(event: &Event) -> String {
 }
 
 fn spool_or_fail(config: &HookConfig, event: &Event, reason: &str) -> Outcome {
-    match Spool::new(&config.spool_dir).write(&event.id, &event.encode_to_vec()) {
-        Ok(_) => Outcome::Spooled {
-            reason: reason.to_owned(),
-        },
+    let spool = Spool::new(&config.spool_dir);
+    match spool.write(&event.id, &event.encode_to_vec()) {
+        Ok(_) => {
+            keep_bounds(config, &spool);
+            Outcome::Spooled {
+                reason: reason.to_owned(),
+            }
+        }
         Err(error) => Outcome::Failed {
             reason: format!("{reason}; spool write failed: {error}"),
         },

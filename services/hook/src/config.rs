@@ -13,10 +13,14 @@ pub struct HookConfig {
     pub nats_token: Option<String>,
     /// `MNEME_NATS_CREDS`.
     pub nats_creds: Option<PathBuf>,
-    /// `MNEME_NATS_NKEY`: a file holding an NKey user seed.
+    /// `MNEME_NATS_NKEY`: a file holding an NKey user seed; else, when no token or credentials
+    /// are set, `hook.nk` in `MNEME_NATS_KEYS` (default `$MNEME_HOME/nats-keys`) if it exists.
     pub nats_nkey: Option<PathBuf>,
     /// `MNEME_SPOOL_DIR`, else `$MNEME_HOME/spool`.
     pub spool_dir: PathBuf,
+    /// `MNEME_SPOOL_MAX_BYTES` (default 256 MiB) and `MNEME_SPOOL_MAX_AGE_DAYS` (default 30):
+    /// beyond either, the oldest spooled events are dropped and counted.
+    pub spool_bounds: crate::spool::Bounds,
     /// `MNEME_HOOK_CONNECT_TIMEOUT_MS` (default 300).
     pub connect_timeout: Duration,
     /// `MNEME_HOOK_ACK_TIMEOUT_MS` (default 500).
@@ -51,10 +55,34 @@ impl HookConfig {
             nats_url: var("MNEME_NATS_URL").unwrap_or_else(|| proto::defaults::NATS_URL.to_owned()),
             nats_token: var("MNEME_NATS_TOKEN"),
             nats_creds: var("MNEME_NATS_CREDS").map(PathBuf::from),
-            nats_nkey: var("MNEME_NATS_NKEY").map(PathBuf::from),
+            nats_nkey: var("MNEME_NATS_NKEY").map(PathBuf::from).or_else(|| {
+                // With no credential configured, the hook's own key from the deployment's key
+                // set (the one `mneme up` makes for its server), when there is one.
+                let configured = ["MNEME_NATS_TOKEN", "MNEME_NATS_CREDS"]
+                    .iter()
+                    .any(|name| var(name).is_some());
+                let dir = var("MNEME_NATS_KEYS")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| proto::defaults::nats_keys_dir(&home));
+                let seed = dir.join(proto::access::Role::Hook.key_file());
+                (!configured && seed.is_file()).then_some(seed)
+            }),
             spool_dir: var("MNEME_SPOOL_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| proto::defaults::spool_dir(&home)),
+            spool_bounds: {
+                let default = crate::spool::Bounds::default();
+                crate::spool::Bounds {
+                    max_bytes: var("MNEME_SPOOL_MAX_BYTES")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(default.max_bytes),
+                    max_age: var("MNEME_SPOOL_MAX_AGE_DAYS")
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .map_or(default.max_age, |days| {
+                            Duration::from_secs(days.saturating_mul(24 * 3600))
+                        }),
+                }
+            },
             connect_timeout: millis("MNEME_HOOK_CONNECT_TIMEOUT_MS", 300),
             ack_timeout: millis("MNEME_HOOK_ACK_TIMEOUT_MS", 500),
             context_timeout: millis("MNEME_HOOK_CONTEXT_TIMEOUT_MS", 400),

@@ -175,6 +175,25 @@ async fn upsert_session(
     Ok(())
 }
 
+/// Record where a session's raw event sits in the events stream (once; a redelivery changes
+/// nothing).
+pub async fn record_event_message(
+    tx: &mut SqliteConnection,
+    stream_seq: u64,
+    session_id: &str,
+    event_id: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT OR IGNORE INTO event_messages (stream_seq, session_id, event_id) VALUES (?, ?, ?)",
+    )
+    .bind(stream_seq as i64)
+    .bind(session_id)
+    .bind(event_id)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 /// Record a dead letter; `false` when this stream message was recorded before.
 pub async fn store_dead_letter(
     tx: &mut SqliteConnection,

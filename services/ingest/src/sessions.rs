@@ -200,8 +200,116 @@ pub(crate) async fn delete(
             "the sessions were deleted, but the services holding memory made from them were \
              not told ({reason}); repeat the delete"
         );
+    } else if let Err(reason) = erase_raw_events(client, pool, ids).await {
+        tracing::warn!(%reason, sessions = ids.len(), "raw events of deleted sessions were not erased");
+        reply.error = format!(
+            "the sessions were deleted, but some of their raw events are still in the events \
+             stream ({reason}); repeat the delete"
+        );
     }
     Ok(reply)
+}
+
+/// The most dead letters one delete reads through to find the deleted sessions' ones: dead
+/// letters are few (a malformed event is rare), and a stream grown past this is read from its
+/// newest end.
+const DEAD_LETTERS_SCANNED: u64 = 100_000;
+
+/// Erase the deleted sessions' raw events from JetStream: each event ingest took for them from
+/// the events stream, and each dead letter made of one of those events from the dead-letter
+/// stream. JetStream overwrites an erased message in its files, so the text is gone from disk
+/// too. A message already gone (aged out, erased by an earlier try) counts as erased; what
+/// could not be erased stays listed in `event_messages`, so repeating the delete finishes it.
+async fn erase_raw_events(
+    client: &async_nats::Client,
+    pool: &SqlitePool,
+    ids: &[String],
+) -> Result<(), String> {
+    let mut messages: Vec<(i64, String)> = Vec::new();
+    for id in ids {
+        let rows: Vec<(i64, String)> =
+            sqlx::query_as("SELECT stream_seq, event_id FROM event_messages WHERE session_id = ?")
+                .bind(id)
+                .fetch_all(pool)
+                .await
+                .map_err(|e| format!("reading event_messages: {e}"))?;
+        messages.extend(rows);
+    }
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let jetstream = async_nats::jetstream::new(client.clone());
+    // Dead letters first: they are found through the event ids, which go with the rows below.
+    let event_ids: std::collections::HashSet<&str> = messages
+        .iter()
+        .map(|(_, id)| id.as_str())
+        .filter(|id| !id.is_empty())
+        .collect();
+    if !event_ids.is_empty() {
+        let mut letters = jetstream
+            .get_stream(subjects::DLQ_STREAM)
+            .await
+            .map_err(|e| format!("opening {}: {e}", subjects::DLQ_STREAM))?;
+        let state = letters
+            .info()
+            .await
+            .map_err(|e| format!("reading {}: {e}", subjects::DLQ_STREAM))?
+            .state
+            .clone();
+        if state.messages > 0 {
+            let first = state
+                .first_sequence
+                .max(state.last_sequence.saturating_sub(DEAD_LETTERS_SCANNED));
+            for seq in first..=state.last_sequence {
+                let Ok(message) = letters.get_raw_message(seq).await else {
+                    continue; // deleted or aged out
+                };
+                let Ok(letter) = proto::DeadLetter::decode(message.payload.as_ref()) else {
+                    continue;
+                };
+                if event_ids.contains(letter.event_id.as_str()) {
+                    erase(&letters, seq).await?;
+                }
+            }
+        }
+    }
+    let events = jetstream
+        .get_stream_no_info(subjects::EVENTS_STREAM)
+        .await
+        .map_err(|e| format!("opening {}: {e}", subjects::EVENTS_STREAM))?;
+    for (seq, _) in &messages {
+        erase(&events, *seq as u64).await?;
+        sqlx::query("DELETE FROM event_messages WHERE stream_seq = ?")
+            .bind(seq)
+            .execute(pool)
+            .await
+            .map_err(|e| format!("writing event_messages: {e}"))?;
+    }
+    tracing::info!(
+        events = messages.len(),
+        sessions = ids.len(),
+        "erased the deleted sessions' raw events"
+    );
+    Ok(())
+}
+
+/// Erase one message (JetStream overwrites it); one that is no longer there is erased already.
+async fn erase<I>(
+    stream: &async_nats::jetstream::stream::Stream<I>,
+    seq: u64,
+) -> Result<(), String> {
+    use async_nats::jetstream::stream::DeleteMessageErrorKind;
+    match stream.delete_message(seq).await {
+        Ok(_) => Ok(()),
+        Err(error) => match error.kind() {
+            DeleteMessageErrorKind::JetStream(inner)
+                if inner.error_code() == async_nats::jetstream::ErrorCode::NO_MESSAGE_FOUND =>
+            {
+                Ok(())
+            }
+            _ => Err(format!("erasing message {seq}: {error}")),
+        },
+    }
 }
 
 async fn announce_deleted(client: &async_nats::Client, ids: &[String]) -> Result<(), String> {
@@ -252,6 +360,14 @@ async fn delete_rows(
             .execute(&mut *tx)
             .await?
             .rows_affected();
+        // Dead letters keep an excerpt of the event they were made of.
+        sqlx::query(
+            "DELETE FROM dead_letters WHERE event_id != '' AND event_id IN
+                 (SELECT event_id FROM event_messages WHERE session_id = ?)",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query("DELETE FROM compactions WHERE session_id = ?")
             .bind(id)
             .execute(&mut *tx)

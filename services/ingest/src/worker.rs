@@ -37,7 +37,8 @@ enum Item {
         observation: Box<Observation>,
         span: tracing::Span,
     },
-    Dead(DeadLetter),
+    /// A dead letter, with the session of its event when the event could be read that far.
+    Dead(DeadLetter, String),
     Skip,
 }
 
@@ -126,7 +127,8 @@ impl Worker {
                         event_id_of(&item),
                         message.payload.len(),
                     );
-                    match self.commit(one, &[Item::Dead(letter)]).await {
+                    let session = session_of(&item);
+                    match self.commit(one, &[Item::Dead(letter, session)]).await {
                         Ok(emits) => return self.finish(one, emits).await,
                         Err(error) => {
                             tracing::error!(error = %format!("{error:#}"), "cannot record dead letter")
@@ -146,16 +148,23 @@ impl Worker {
         let event = match Event::decode(message.payload.as_ref()) {
             Ok(event) => event,
             Err(error) => {
-                return Item::Dead(self.dead_letter(
-                    message,
-                    format!("payload is not a mneme event: {error}"),
+                return Item::Dead(
+                    self.dead_letter(
+                        message,
+                        format!("payload is not a mneme event: {error}"),
+                        String::new(),
+                        size,
+                    ),
                     String::new(),
-                    size,
-                ));
+                );
             }
         };
-        let reject =
-            |reason: String| Item::Dead(self.dead_letter(message, reason, event.id.clone(), size));
+        let reject = |reason: String| {
+            Item::Dead(
+                self.dead_letter(message, reason, event.id.clone(), size),
+                event.session_id.clone(),
+            )
+        };
         if event.schema_version == 0 || event.schema_version > proto::SCHEMA_VERSION {
             return reject(format!(
                 "unsupported schema version {} (this ingest understands 1 to {})",
@@ -176,7 +185,7 @@ impl Worker {
                     invalid.size_bytes as usize,
                 );
                 letter.excerpt = self.sanitizer.clean_text(&invalid.excerpt).0;
-                return Item::Dead(letter);
+                return Item::Dead(letter, event.session_id.clone());
             }
             Some(_) => {}
         }
@@ -247,6 +256,15 @@ impl Worker {
         let mut emits = Vec::with_capacity(items.len());
         let now = common::time::now_ms();
         for (message, item) in messages.iter().zip(items) {
+            // Where the raw event sits in the stream, so deleting its session erases it there.
+            let seq = message
+                .info()
+                .map(|i| i.stream_sequence)
+                .unwrap_or_default();
+            let session = session_of(item);
+            if seq > 0 && !session.is_empty() {
+                db::record_event_message(&mut tx, seq, &session, &event_id_of(item)).await?;
+            }
             match item {
                 Item::Event {
                     event,
@@ -287,11 +305,7 @@ impl Worker {
                         span.clone(),
                     ));
                 }
-                Item::Dead(letter) => {
-                    let seq = message
-                        .info()
-                        .map(|i| i.stream_sequence)
-                        .unwrap_or_default();
+                Item::Dead(letter, _) => {
                     if db::store_dead_letter(&mut tx, SERVICE, seq, letter).await? {
                         tracing::warn!(reason = %letter.reason, subject = %letter.subject, "dead-lettered");
                     }
@@ -347,7 +361,15 @@ impl Worker {
 fn event_id_of(item: &Item) -> String {
     match item {
         Item::Event { event, .. } => event.id.clone(),
-        Item::Dead(letter) => letter.event_id.clone(),
+        Item::Dead(letter, _) => letter.event_id.clone(),
+        Item::Skip => String::new(),
+    }
+}
+
+fn session_of(item: &Item) -> String {
+    match item {
+        Item::Event { event, .. } => event.session_id.clone(),
+        Item::Dead(_, session) => session.clone(),
         Item::Skip => String::new(),
     }
 }

@@ -65,6 +65,9 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<()> {
             (None, Some(_)) => PathBuf::from(&project),
             (None, None) => args.common.home_dir().join("export").join(slug(&project)),
         };
+        // A symlink in place of the project's directory would send the files somewhere the
+        // export never chose; it is refused before anything is created through it.
+        refuse_symlink(&dir, "directory")?;
         // Directories the export makes are owner-only (an existing one, such as a project's,
         // keeps its mode).
         store::create_private_dirs(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -86,7 +89,8 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A directory name for a project path.
+/// A directory name for a project path: always one path component of its own, so no project
+/// name (`..`, `.`, `/`, `a/../../b`) can place its files outside the export directory.
 fn slug(project: &str) -> String {
     let slug: String = project
         .trim_matches('/')
@@ -99,6 +103,10 @@ fn slug(project: &str) -> String {
             }
         })
         .collect();
+    // Separators are already gone; leading dots are replaced so that `.` and `..` cannot name
+    // the export directory itself or its parent, and no project's directory is hidden.
+    let dots = slug.len() - slug.trim_start_matches('.').len();
+    let slug = format!("{}{}", "-".repeat(dots), &slug[dots..]);
     if slug.is_empty() {
         "unknown".to_owned()
     } else {
@@ -106,11 +114,46 @@ fn slug(project: &str) -> String {
     }
 }
 
+/// Fail, naming `path`, when `path` is a symbolic link: the export writes only where it was
+/// told to, never where a link planted beside its files points.
+fn refuse_symlink(path: &Path, what: &str) -> anyhow::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => anyhow::bail!(
+            "refusing to write through the symbolic link {} (the export {what} must not be a link)",
+            path.display()
+        ),
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error).with_context(|| format!("checking {}", path.display())),
+    }
+}
+
 /// Replace the marked block of `path` with `block`, keeping everything outside the markers;
 /// a new file starts with `title`. Writes nothing when the content would not change.
+///
+/// The new content goes to a temporary file beside `path` that is renamed over it, so a
+/// reader never sees half a file and a symbolic link at `path` is never written through (it
+/// is refused, as is a link in place of the directory holding `path`).
 fn upsert(path: &Path, title: &str, block: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    refuse_symlink(dir, "directory")?;
+    refuse_symlink(path, "file")?;
     let marked = format!("{BEGIN}\n{block}{END}\n");
-    let existing = std::fs::read_to_string(path).unwrap_or_default();
+    let (existing, permissions) = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            // A file that is not UTF-8 is not one the export wrote: it is left alone rather
+            // than replaced by an empty one.
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            (text, Some(meta.permissions()))
+        }
+        Ok(_) => anyhow::bail!("refusing to replace {}: not a regular file", path.display()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
+        Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
+    };
     let content = match (existing.find(BEGIN), existing.find(END)) {
         (Some(start), Some(end)) if end > start => {
             let after = &existing[end + END.len()..];
@@ -121,17 +164,61 @@ fn upsert(path: &Path, title: &str, block: &str) -> anyhow::Result<()> {
         _ => format!("{}\n\n{marked}", existing.trim_end()),
     };
     if content != existing {
-        // A new file is owner-only whatever the umask; an existing one keeps the mode its
-        // owner gave it.
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options
-            .open(path)
+        replace(dir, path, content.as_bytes(), permissions)
             .with_context(|| format!("writing {}", path.display()))?;
-        std::io::Write::write_all(&mut file, content.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Write `bytes` to a new temporary file in `dir` and rename it over `path`. The temporary
+/// file is created exclusively (so nothing already at its name, a link included, is opened)
+/// and owner-only; it then takes `permissions`, those of the file it replaces, when there is
+/// one, so a new file is owner-only whatever the umask and an existing one keeps its mode.
+fn replace(
+    dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<std::fs::Permissions>,
+) -> anyhow::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (temp, mut file) = (0..1000)
+        .find_map(|attempt| {
+            let temp = dir.join(format!(
+                ".{name}.mneme-tmp-{}-{attempt}",
+                std::process::id()
+            ));
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            match options.open(&temp) {
+                Ok(file) => Some(Ok((temp, file))),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => None,
+                Err(error) => Some(Err(error)),
+            }
+        })
+        .unwrap_or_else(|| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "no free name for a temporary file",
+            ))
+        })
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let written = (|| -> std::io::Result<()> {
+        std::io::Write::write_all(&mut file, bytes)?;
+        if let Some(permissions) = permissions {
+            file.set_permissions(permissions)?;
+        }
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, path)
+    })();
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error.into());
     }
     Ok(())
 }
@@ -274,5 +361,122 @@ mod tests {
         assert!(text.contains("- b") && !text.contains("- a"));
         assert_eq!(text.matches(BEGIN).count(), 1);
         assert_eq!(slug("/home/u/proj"), "home-u-proj");
+    }
+
+    #[test]
+    fn every_slug_is_one_component_inside_the_export_directory() {
+        let root = Path::new("/export");
+        for project in [
+            "..",
+            ".",
+            "/..",
+            "../",
+            "/../..",
+            "a/../../b",
+            "...",
+            ".hidden",
+            "",
+            "/",
+            "\\..",
+            "..\\..",
+            "a\0b",
+            "\u{2215}..",
+        ] {
+            let name = slug(project);
+            let mut components = Path::new(&name).components();
+            assert!(
+                matches!(components.next(), Some(std::path::Component::Normal(_)))
+                    && components.next().is_none(),
+                "{project:?} slugs to {name:?}"
+            );
+            assert!(!name.starts_with('.') && !name.contains(['/', '\\', '\0']));
+            assert_eq!(root.join(&name).parent(), Some(root), "{project:?}");
+        }
+        assert_eq!(slug(".."), "--");
+        assert_eq!(slug("/home/u/.config"), "home-u-.config");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_the_file_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let path = dir.path().join("MEMORY.md");
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let error = upsert(&path, "# T\n", "- a\n").unwrap_err().to_string();
+        assert!(
+            error.contains("symbolic link") && error.contains(&path.display().to_string()),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_project_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let project = dir.path().join("project");
+        std::os::unix::fs::symlink(&elsewhere, &project).unwrap();
+        let error = upsert(&project.join("HISTORY.md"), "# T\n", "- a\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("symbolic link") && error.contains(&project.display().to_string()),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert!(refuse_symlink(&project, "directory").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_are_replaced_whole_owner_only_when_new_keeping_an_existing_mode() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("MEMORY.md");
+        upsert(&new, "# T\n", "- a\n").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&new), 0o600);
+
+        let existing = dir.path().join("HISTORY.md");
+        std::fs::write(&existing, "my notes\n").unwrap();
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o640)).unwrap();
+        // A hard link shares the old inode: writing in place would change it too, a rename
+        // leaves it as it was.
+        let link = dir.path().join("link");
+        std::fs::hard_link(&existing, &link).unwrap();
+        upsert(&existing, "# T\n", "- a\n").unwrap();
+        assert_eq!(mode(&existing), 0o640);
+        assert!(
+            std::fs::read_to_string(&existing)
+                .unwrap()
+                .starts_with("my notes\n\n")
+        );
+        assert_eq!(std::fs::read_to_string(&link).unwrap(), "my notes\n");
+        // No temporary file is left behind.
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["HISTORY.md", "MEMORY.md", "link"]);
+    }
+
+    #[test]
+    fn a_file_that_is_not_text_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("MEMORY.md");
+        std::fs::write(&path, b"\xff\xfe binary").unwrap();
+        assert!(upsert(&path, "# T\n", "- a\n").is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"\xff\xfe binary");
     }
 }

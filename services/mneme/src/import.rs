@@ -78,7 +78,8 @@ pub struct Summary {
 /// `--since`: a date (YYYY-MM-DD) or a number of days back (`30d`), as Unix milliseconds.
 fn since_ms(since: &str) -> Result<i64> {
     if let Some(days) = since.strip_suffix('d').and_then(|d| d.parse::<i64>().ok()) {
-        return Ok(common::time::now_ms() - days * common::time::DAY_MS);
+        // Saturating, so an absurd count means "from the beginning" rather than an overflow.
+        return Ok(common::time::now_ms().saturating_sub(days.saturating_mul(common::time::DAY_MS)));
     }
     common::time::parse_rfc3339_ms(&format!("{since}T00:00:00Z")).with_context(|| {
         format!("--since {since:?}: expected YYYY-MM-DD or a number of days like 30d")

@@ -11,6 +11,7 @@
 //! - `mneme token` prints the api's token, and `mneme token rotate` replaces it.
 
 mod backup;
+mod doctor;
 mod export;
 mod hooks;
 mod import;
@@ -75,6 +76,10 @@ enum Command {
         #[arg(long, value_name = "SERVICE", value_parser = clap::builder::PossibleValuesParser::new(status::SERVICES))]
         check: Option<String>,
     },
+    /// Check what protects this machine's memory: file modes, whether NATS requires
+    /// credentials and which identity the hook uses, the spool against its bounds, and the
+    /// api's reach. Exits non-zero when something needs attention.
+    Doctor(doctor::DoctorArgs),
     /// Search memory: a compact index of matching items (step 1 of 3).
     Search(memory::SearchArgs),
     /// The items around one item in its session (step 2 of 3).
@@ -94,11 +99,22 @@ enum Command {
     Import(import::ImportArgs),
     /// List stored sessions.
     Sessions(import::SessionsArgs),
-    /// Make an NKey user for NATS: the seed into FILE, the public key on stdout.
+    /// Make NKey users for NATS: one seed into FILE (its public key on stdout), or with
+    /// --users the whole set of mneme's identities into DIR (the server's authorization block,
+    /// with each identity's permissions, on stdout).
     NatsKey {
         /// Where to write the seed (created, never overwritten; readable by its owner only).
-        #[arg(long, value_name = "FILE")]
-        out: std::path::PathBuf,
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "users",
+            conflicts_with = "users"
+        )]
+        out: Option<std::path::PathBuf>,
+        /// A directory for every identity's seed (`hook.nk`, `ingest.nk`, …, `admin.nk`):
+        /// the missing ones are made, existing ones kept.
+        #[arg(long, value_name = "DIR")]
+        users: Option<std::path::PathBuf>,
     },
     /// Print the api's token (for the dashboard, scripts and MCP over HTTP), or rotate it.
     Token(token::TokenArgs),
@@ -154,6 +170,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             ..
         } => status::check(&common, &service).await,
         Command::Status { common, json, .. } => status::status(&common, json).await,
+        Command::Doctor(args) => doctor::run(args).await,
         Command::Search(args) => memory::search(args).await,
         Command::Timeline(args) => memory::timeline(args).await,
         Command::Get(args) => memory::get(args).await,
@@ -174,7 +191,11 @@ async fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Import(args) => import::run(args).await,
         Command::Sessions(args) => import::sessions(args).await,
-        Command::NatsKey { out } => nats_key::run(&out),
+        Command::NatsKey { out, users } => match (out, users) {
+            (_, Some(dir)) => nats_key::users(&dir),
+            (Some(out), None) => nats_key::run(&out),
+            (None, None) => unreachable!("clap requires --out or --users"),
+        },
         Command::Token(args) => token::run(args),
     }
 }

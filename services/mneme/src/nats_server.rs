@@ -39,14 +39,29 @@ pub fn find(explicit: Option<&Path>) -> Option<PathBuf> {
 }
 
 impl LocalNats {
-    /// Start nats-server on 127.0.0.1:`port` with JetStream storing under `store_dir`.
-    pub async fn start(binary: &Path, port: u16, store_dir: &Path) -> anyhow::Result<LocalNats> {
-        std::fs::create_dir_all(store_dir)
+    /// Start nats-server on 127.0.0.1:`port` with JetStream storing under `store_dir`, admitting
+    /// only the users of `authorization` (a block from `common::access::authorization`). The
+    /// configuration is written beside the store as `nats-server.conf`, owner-only.
+    pub async fn start(
+        binary: &Path,
+        port: u16,
+        store_dir: &Path,
+        authorization: &str,
+    ) -> anyhow::Result<LocalNats> {
+        store::create_private_dirs(store_dir)
             .with_context(|| format!("creating {}", store_dir.display()))?;
+        let config = store_dir.join("nats-server.conf");
+        let text = format!(
+            "# Written by `mneme up` at every start: edits are replaced.\n\
+             server_name: mneme-local\nlisten: \"127.0.0.1:{port}\"\n\
+             jetstream {{ store_dir: {:?} }}\n{authorization}",
+            store_dir.display().to_string()
+        );
+        store::private_file(&config).with_context(|| format!("creating {}", config.display()))?;
+        std::fs::write(&config, text).with_context(|| format!("writing {}", config.display()))?;
         let child = tokio::process::Command::new(binary)
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-            .arg(store_dir)
-            .args(["--server_name", "mneme-local"])
+            .arg("-c")
+            .arg(&config)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)

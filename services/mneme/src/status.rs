@@ -69,10 +69,19 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
         "checkpoints",
         "patterns",
         "dead_letters",
-        "spooled",
     ] {
         println!("{key:<23} {}", report[key]);
     }
+    let spool = &report["spool"];
+    println!(
+        "{:<23} {} ({} of {} bytes; {} dropped over the bounds, {} set aside)",
+        "spooled",
+        report["spooled"],
+        spool["bytes"],
+        spool["max_bytes"],
+        spool["dropped"],
+        spool["set_aside"]
+    );
     Ok(())
 }
 
@@ -101,12 +110,24 @@ pub async fn check(common: &CommonArgs, service: &str) -> anyhow::Result<()> {
 }
 
 async fn collect(common: &CommonArgs) -> Value {
+    // This machine's hook spool, found where the hook itself would put it.
+    let config = mneme_hook::config::HookConfig::from_env();
+    let spool = mneme_hook::spool::Spool::new(&config.spool_dir).stats();
     let mut report = json!({
         "nats": {"url": common::nats::shown(&common.nats_url), "reachable": false},
         "services": {},
         "sessions": 0, "observations": 0, "memory_items": 0, "dead_letters": 0,
         "structured_observations": 0, "session_summaries": 0, "checkpoints": 0, "patterns": 0,
-        "spooled": spooled(),
+        "spooled": spool.pending,
+        "spool": {
+            "dir": config.spool_dir.display().to_string(),
+            "bytes": spool.bytes,
+            "max_bytes": config.spool_bounds.max_bytes,
+            "oldest_ms": spool.oldest_ms,
+            "max_age_days": config.spool_bounds.max_age.as_secs() / 86_400,
+            "dropped": spool.dropped,
+            "set_aside": spool.set_aside,
+        },
         "store": {"path": common.db_path().display().to_string(), "exists": false, "size_bytes": 0},
     });
     let client = tokio::time::timeout(Duration::from_secs(2), connect(common))
@@ -166,12 +187,4 @@ async fn probe(client: &async_nats::Client, service: &str) -> Value {
         Err(AskError::Request(_)) => json!({"ok": false, "detail": "not running"}),
         Err(AskError::Unreadable(_)) => json!({"ok": false, "detail": "unreadable health reply"}),
     }
-}
-
-/// Events waiting in this machine's hook spool, found where the hook itself would put them.
-fn spooled() -> usize {
-    let dir = mneme_hook::config::HookConfig::from_env().spool_dir;
-    mneme_hook::spool::Spool::new(dir)
-        .pending()
-        .map_or(0, |pending| pending.len())
 }

@@ -71,9 +71,25 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         let Some(binary) = nats_server::find(nats_server.as_deref()) else {
             anyhow::bail!("{}", nats_server::INSTALL_HINT);
         };
+        // The server admits only mneme's identities, each with its own permissions: made on
+        // the first start, owner-only, and used by every part of this process, by the hooks
+        // and by the command line on this machine. Other credentials the environment names are
+        // for other servers.
+        let keys = common.nats_keys_dir();
+        let users = common::access::ensure_keys(&keys)?;
         let store_dir = common.home_dir().join("nats");
-        let server = LocalNats::start(&binary, nats_port, &store_dir).await?;
+        let server = LocalNats::start(
+            &binary,
+            nats_port,
+            &store_dir,
+            &common::access::authorization(&users),
+        )
+        .await?;
         common.nats_url = server.url.clone();
+        common.nats_token = None;
+        common.nats_nkey = None;
+        common.nats_creds = None;
+        common.nats_keys = Some(keys);
         tracing::info!(url = %server.url, store = %store_dir.display(), "started local nats-server");
         local = Some(server);
     }
@@ -96,7 +112,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         common::nats::shown(&common.nats_url)
     ));
 
-    tokio::spawn(drain_spool(common.nats_url.clone(), shutdown.clone()));
+    tokio::spawn(drain_spool(common.clone(), shutdown.clone()));
     tokio::spawn(announce_ready(common.clone(), started, shutdown.clone()));
     let result = tokio::try_join!(
         ingest::run(common.clone(), ingest_args, shutdown.clone()),
@@ -192,9 +208,15 @@ async fn announce_ready(
 }
 
 /// Replay this machine's hook spool every few seconds, so nothing waits for the next hook run.
-async fn drain_spool(nats_url: String, shutdown: tokio_util::sync::CancellationToken) {
+async fn drain_spool(common: common::CommonArgs, shutdown: tokio_util::sync::CancellationToken) {
     let mut config = mneme_hook::config::HookConfig::from_env();
-    config.nats_url = nats_url;
+    config.nats_url = common.nats_url.clone();
+    // Replayed as the hooks would have published: with the hook's identity.
+    if common.nats_keys.is_some() {
+        config.nats_token = None;
+        config.nats_creds = None;
+        config.nats_nkey = common::access::seed_in(&common.nats_keys_dir(), "hook");
+    }
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
     loop {
         tokio::select! {

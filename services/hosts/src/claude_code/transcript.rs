@@ -32,8 +32,9 @@
 //!   `agent-acompact-*` files are the compaction summariser, not a subagent the user started;
 //!   Claude Code fires no subagent hooks for it, so they are left out.
 //!
-//! Lines that fail to parse are skipped and reported in [`Replay::bad_lines`]; a last line
-//! without its newline is still being written and is left out until it is complete;
+//! Lines that fail to parse, lines longer than [`crate::import::MAX_LINE_BYTES`] and records
+//! whose `timestamp` is not a real time are skipped and reported in [`Replay::bad_lines`]; a
+//! last line without its newline is still being written and is left out until it is complete;
 //! unknown record types are ignored and records repeating an already-seen `uuid` count once.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -186,50 +187,53 @@ struct Subagent {
 }
 
 fn read_transcript(path: &Path, seen_uuids: &mut HashSet<String>) -> Result<Transcript> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("reading transcript {}", path.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
+    read_transcript_with(path, crate::import::LIMITS, seen_uuids)
+}
+
+/// [`read_transcript`] within `limits`: the file is read a line at a time, and a line too long
+/// for them is reported rather than held in memory (see [`crate::import::read_lines`]).
+fn read_transcript_with(
+    path: &Path,
+    limits: crate::import::Limits,
+    seen_uuids: &mut HashSet<String>,
+) -> Result<Transcript> {
     let mut records = Vec::new();
     let mut bad_lines = Vec::new();
-    // A last line without its newline is still being written: it is left for next time.
-    let partial = !text.is_empty() && !text.ends_with('\n');
-    let complete = if partial {
-        text.rfind('\n').map_or("", |end| &text[..end])
-    } else {
-        &text[..]
+    let mut bad = |line: usize, error: String| {
+        bad_lines.push(BadLine {
+            path: path.to_path_buf(),
+            line,
+            error,
+        });
     };
-    for (index, line) in complete.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
+    // A last line without its newline is still being written: it is left for next time.
+    let partial = crate::import::read_lines(path, limits, |number, line| {
         // A bad line is reported and skipped; the rest of the file is still good.
+        let line = match line {
+            Ok(line) => line.trim(),
+            Err(error) => return bad(number, error),
+        };
+        if line.is_empty() {
+            return;
+        }
         let record = match serde_json::from_str::<Value>(line) {
             Ok(record) if record.is_object() => record,
-            Ok(_) => {
-                bad_lines.push(BadLine {
-                    path: path.to_path_buf(),
-                    line: index + 1,
-                    error: "not a json object".to_owned(),
-                });
-                continue;
-            }
-            Err(error) => {
-                bad_lines.push(BadLine {
-                    path: path.to_path_buf(),
-                    line: index + 1,
-                    error: error.to_string(),
-                });
-                continue;
-            }
+            Ok(_) => return bad(number, "not a json object".to_owned()),
+            Err(error) => return bad(number, error.to_string()),
         };
+        // The replay orders and times events by these strings: one that is not a real time
+        // is an error for its record, not a time that sorts or parses as something else.
+        if let Err(error) = crate::import::time_of(record.get("timestamp")) {
+            return bad(number, error);
+        }
         if let Some(uuid) = str_at(&record, "uuid")
             && !seen_uuids.insert(uuid.to_owned())
         {
-            continue;
+            return;
         }
         records.push(record);
-    }
+    })
+    .with_context(|| format!("reading transcript {}", path.display()))?;
     Ok(Transcript {
         path: path.to_path_buf(),
         records,
@@ -250,6 +254,8 @@ fn read_subagents(main: &Path, seen_uuids: &mut HashSet<String>) -> Result<Vec<S
     let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
         .with_context(|| format!("listing subagent transcripts in {}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        // A directory (or anything else) named like a subagent file is not one.
+        .filter(|path| path.is_file())
         .filter_map(|path| {
             let name = path.file_name()?.to_str()?;
             let agent_id = name.strip_prefix("agent-")?.strip_suffix(".jsonl")?;
@@ -1397,5 +1403,84 @@ mod tests {
                 counts.per_event
             );
         }
+    }
+
+    fn record(uuid: &str, ts: &str, text: &str) -> String {
+        json!({"type": "user", "uuid": uuid, "sessionId": "s1", "cwd": "/w", "timestamp": ts,
+               "message": {"role": "user", "content": text}})
+        .to_string()
+            + "\n"
+    }
+
+    #[test]
+    fn a_malformed_time_is_an_error_for_its_record_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s1.jsonl");
+        let text = [
+            record("01", "2026-01-01T00:00:01Z", "first"),
+            record("02", "2026-02-30T00:00:02Z", "no such day"),
+            record("03", "2026-01-01T00:00:03Z\u{e9}", "trailing"),
+            record("04", "2026-01-01T00:00:04Z", "last"),
+        ]
+        .concat();
+        std::fs::write(&path, text).unwrap();
+        let replay = claude_code_replay(&path).unwrap();
+        let bad: Vec<usize> = replay.bad_lines.iter().map(|b| b.line).collect();
+        assert_eq!(bad, [2, 3]);
+        assert!(replay.bad_lines[0].error.contains("malformed timestamp"));
+        let prompts: Vec<&str> = replay
+            .payloads
+            .iter()
+            .filter_map(|p| p.get("prompt").and_then(Value::as_str))
+            .collect();
+        assert_eq!(prompts, ["first", "last"]);
+        assert_eq!(replay.records, 2);
+        // What the import makes of it: the same lines reported, no panic, no rolled-over time.
+        let mut read = crate::import::Read::default();
+        crate::claude_code::import::claude_code(&path, &mut read).unwrap();
+        assert_eq!(read.bad_lines.len(), 2);
+        assert!(
+            read.sessions[0]
+                .items
+                .iter()
+                .all(|i| i.at_ms < crate::import::parse_time("2026-01-02T00:00:00Z").unwrap())
+        );
+    }
+
+    #[test]
+    fn an_oversized_line_is_reported_and_the_rest_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s1.jsonl");
+        let text = [
+            record("01", "2026-01-01T00:00:01Z", "first"),
+            record("02", "2026-01-01T00:00:02Z", &"x".repeat(1000)),
+            record("03", "2026-01-01T00:00:03Z", "last"),
+        ]
+        .concat();
+        std::fs::write(&path, text).unwrap();
+        let limits = crate::import::Limits {
+            line: 500,
+            file: 1 << 20,
+        };
+        let transcript = read_transcript_with(&path, limits, &mut HashSet::new()).unwrap();
+        assert_eq!(transcript.records.len(), 2);
+        assert_eq!(transcript.bad_lines.len(), 1);
+        assert_eq!(transcript.bad_lines[0].line, 2);
+        assert!(
+            transcript.bad_lines[0]
+                .error
+                .contains("longer than 500 bytes")
+        );
+        assert!(!transcript.partial);
+    }
+
+    #[test]
+    fn a_directory_named_like_a_subagent_file_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s1.jsonl");
+        std::fs::write(&path, record("01", "2026-01-01T00:00:01Z", "hi")).unwrap();
+        std::fs::create_dir_all(dir.path().join("s1/subagents/agent-x.jsonl")).unwrap();
+        let replay = claude_code_replay(&path).unwrap();
+        assert_eq!(replay.records, 1);
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::import::{
-    Builder, Import, Read, Source, env_dir, files_at, name_of, parse_time, read_jsonl, str_of,
+    Builder, Import, Read, Source, env_dir, files_at, name_of, read_jsonl, str_of, time_of,
 };
 
 /// How Codex's history is imported.
@@ -41,15 +41,23 @@ pub fn codex(path: &Path, out: &mut Read) -> anyhow::Result<()> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut builder = Builder::new("", "");
-    builder.session.records = lines.len();
     let mut model = String::new();
     let mut calls: HashMap<String, (String, Value)> = HashMap::new();
     let mut last_text: Option<(String, i64)> = None;
     let mut started = false;
     let mut at = 0;
     for (line, record) in lines {
+        // A record whose time is malformed is reported and skipped, like a line that does
+        // not parse; one without a time takes the time of the record before it.
+        match time_of(record.get("timestamp")) {
+            Ok(time) => at = time.unwrap_or(at),
+            Err(error) => {
+                out.bad_line(path, line, error);
+                continue;
+            }
+        }
+        builder.session.records += 1;
         let record = Value::Object(record);
-        at = parse_time(str_of(&record, "timestamp")).unwrap_or(at);
         let payload = &record["payload"];
         let kind = str_of(&record, "type");
         let base = |b: &Builder, event: &str, model: &str| {
@@ -197,4 +205,85 @@ pub fn codex(path: &Path, out: &mut Read) -> anyhow::Result<()> {
         out.sessions.push(builder.session);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::{MAX_LINE_BYTES, parse_time};
+
+    fn line(ts: &str, kind: &str, payload: Value) -> String {
+        json!({"timestamp": ts, "type": kind, "payload": payload}).to_string() + "\n"
+    }
+
+    fn prompt(ts: &str, text: &str) -> String {
+        line(
+            ts,
+            "event_msg",
+            json!({"type": "user_message", "message": text}),
+        )
+    }
+
+    fn prompts(read: &Read) -> Vec<(String, i64)> {
+        read.sessions[0]
+            .items
+            .iter()
+            .filter(|i| i.payload["hook_event_name"] == "UserPromptSubmit")
+            .map(|i| (i.payload["prompt"].as_str().unwrap().to_owned(), i.at_ms))
+            .collect()
+    }
+
+    #[test]
+    fn a_malformed_time_is_an_error_for_its_record_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rollout-2026-x.jsonl");
+        let text = [
+            line(
+                "2026-08-21T10:00:00.000Z",
+                "session_meta",
+                json!({"id": "s1", "cwd": "/p"}),
+            ),
+            prompt("2026-13-99T25:61:00Z", "rolled over"),
+            prompt("2026-08-21T10:00:0é", "not ascii"),
+            prompt("2026-08-21T10:00:02.000Z", "kept"),
+            prompt("", "no time"),
+        ]
+        .concat();
+        std::fs::write(&path, text).unwrap();
+        let mut read = Read::default();
+        codex(&path, &mut read).unwrap();
+        let bad: Vec<usize> = read.bad_lines.iter().map(|b| b.line).collect();
+        assert_eq!(bad, [2, 3]);
+        assert!(read.bad_lines[0].error.contains("malformed timestamp"));
+        let at = parse_time("2026-08-21T10:00:02.000Z").unwrap();
+        assert_eq!(
+            prompts(&read),
+            [("kept".to_owned(), at), ("no time".to_owned(), at)]
+        );
+        assert_eq!(read.sessions[0].records, 3);
+    }
+
+    #[test]
+    fn an_oversized_line_is_reported_and_the_rest_of_the_file_imported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rollout-2026-x.jsonl");
+        let text = [
+            line(
+                "2026-08-21T10:00:00.000Z",
+                "session_meta",
+                json!({"id": "s1", "cwd": "/p"}),
+            ),
+            prompt("2026-08-21T10:00:01.000Z", &"x".repeat(MAX_LINE_BYTES)),
+            prompt("2026-08-21T10:00:02.000Z", "after"),
+        ]
+        .concat();
+        std::fs::write(&path, text).unwrap();
+        let mut read = Read::default();
+        codex(&path, &mut read).unwrap();
+        assert_eq!(read.bad_lines.len(), 1);
+        assert_eq!(read.bad_lines[0].line, 2);
+        assert!(read.bad_lines[0].error.contains("line longer than"));
+        let texts: Vec<String> = prompts(&read).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(texts, ["after"]);
+    }
 }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::import::{Builder, Import, Read, Source, env_dir, read_jsonl, str_of};
+use crate::import::{Builder, Import, Read, Source, env_dir, read_jsonl, str_of, time_in};
 
 /// How Kimi Code's history is imported.
 pub const IMPORT: Import = Import {
@@ -70,7 +70,6 @@ pub fn kimi_index(index: &Path, out: &mut Read) -> anyhow::Result<Vec<(String, P
 pub fn kimi(wire: &Path, session_id: &str, work_dir: &str, out: &mut Read) -> anyhow::Result<()> {
     let lines = read_jsonl(wire, out)?;
     let mut builder = Builder::new(session_id, work_dir);
-    builder.session.records = lines.len();
     let base =
         |event: &str| json!({"hook_event_name": event, "session_id": session_id, "cwd": work_dir});
     let mut calls: HashMap<String, (String, Value)> = HashMap::new();
@@ -78,14 +77,24 @@ pub fn kimi(wire: &Path, session_id: &str, work_dir: &str, out: &mut Read) -> an
     let mut steps: Vec<(String, String)> = Vec::new();
     let mut at = 0;
     for (line, record) in lines {
+        // Kimi's times are Unix milliseconds; a record whose time is not an integer in range
+        // is reported and skipped, like a line that does not parse.
+        let (time, created) = match (
+            time_in(record.get("time"), 1),
+            time_in(record.get("created_at"), 1),
+        ) {
+            (Ok(time), Ok(created)) => (time, created),
+            (Err(error), _) | (_, Err(error)) => {
+                out.bad_line(wire, line, error);
+                continue;
+            }
+        };
+        at = time.unwrap_or(at);
+        builder.session.records += 1;
         let record = Value::Object(record);
-        at = record.get("time").and_then(Value::as_i64).unwrap_or(at);
         match str_of(&record, "type") {
             "metadata" => {
-                let created = record
-                    .get("created_at")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(at);
+                let created = created.unwrap_or(at);
                 let mut p = base("SessionStart");
                 p["source"] = "startup".into();
                 builder.push(p, created, "SessionStart".to_owned());
@@ -191,4 +200,45 @@ pub fn kimi(wire: &Path, session_id: &str, work_dir: &str, out: &mut Read) -> an
         out.sessions.push(builder.session);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_out_of_range_is_an_error_for_its_record_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let wire = dir.path().join("wire.jsonl");
+        let prompt = |text: &str, time: Value| {
+            json!({"type": "turn.prompt", "input": text, "origin": {"kind": "user"},
+                   "time": time})
+            .to_string()
+                + "\n"
+        };
+        let text = [
+            json!({"type": "metadata", "created_at": u64::MAX}).to_string() + "\n",
+            prompt("huge", json!(99_999_999_999_999_999_999_f64)),
+            prompt("negative", json!(-5)),
+            prompt("text", json!("soon")),
+            prompt("kept", json!(1_779_256_800_100_i64)),
+            prompt("no time", Value::Null),
+        ]
+        .concat();
+        std::fs::write(&wire, text).unwrap();
+        let mut read = Read::default();
+        kimi(&wire, "k1", "/p", &mut read).unwrap();
+        let bad: Vec<usize> = read.bad_lines.iter().map(|b| b.line).collect();
+        assert_eq!(bad, [1, 2, 3, 4]);
+        assert!(read.bad_lines[0].error.contains("not a time in range"));
+        let items: Vec<(&str, i64)> = read.sessions[0]
+            .items
+            .iter()
+            .map(|i| (i.payload["prompt"].as_str().unwrap(), i.at_ms))
+            .collect();
+        assert_eq!(
+            items,
+            [("kept", 1_779_256_800_100), ("no time", 1_779_256_800_100)]
+        );
+    }
 }

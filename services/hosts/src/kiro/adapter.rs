@@ -112,8 +112,9 @@ fn proc_stat(pid: u32) -> Option<(String, u32, String)> {
     // The command name is in parentheses and may itself hold spaces or parentheses.
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
-    let comm = stat[open + 1..close].to_owned();
-    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    // Taken with `get`, so a line not of that shape gives no answer rather than a panic.
+    let comm = stat.get(open + 1..close)?.to_owned();
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
     // After the name: state, ppid, … ; starttime is field 22 of the line, 20th after the name.
     let parent = fields.get(1)?.parse().ok()?;
     let start = fields.get(19)?.to_string();
