@@ -64,7 +64,7 @@ FROM ${BINARIES} AS binaries
 FROM ${RUNTIME_IMAGE} AS runtime
 # CA certificates for HTTPS endpoints (an OpenAI-compatible model server, Qdrant, an OTLP
 # collector behind TLS); a base that already has them needs no package index. A fixed, unprivileged
-# user owns /data, so a named volume mounted there starts out writable by the services.
+# user owns /data and /keys, so named volumes mounted there start out writable by the services.
 RUN if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then \
         apt-get update \
         && apt-get install -y --no-install-recommends ca-certificates \
@@ -72,18 +72,20 @@ RUN if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then \
     fi \
  && groupadd --system --gid 10001 mneme \
  && useradd --system --uid 10001 --gid mneme --home-dir /data --no-create-home --shell /usr/sbin/nologin mneme \
- && mkdir -p /data /etc/mneme \
- && chown mneme:mneme /data
+ && mkdir -p /data /etc/mneme /keys \
+ && chown mneme:mneme /data /keys
 # The model comes first: it changes far less often than the binaries, so its layer stays cached.
 COPY --from=binaries /out/model/ /usr/share/mneme/model/
 COPY deploy/nats/ /etc/mneme/
 COPY deploy/entrypoint.sh /usr/local/bin/mneme-entrypoint
 COPY --from=binaries /out/bin/ /usr/local/bin/
 # The store and nats-server's JetStream files live under /data (a volume in compose.yaml); no
-# secret is baked in: tokens arrive through the environment at run time.
+# secret is baked in: tokens arrive through the environment at run time, and the seeds of the
+# NATS identities are made at first start in the /keys volume.
 ENV MNEME_HOME=/data \
     MNEME_EMBED_MODEL_DIR=/usr/share/mneme/model \
-    MNEME_NATS_URL=nats://nats:4222
+    MNEME_NATS_URL=nats://nats:4222 \
+    MNEME_NATS_KEYS=/keys
 USER mneme
 WORKDIR /data
 EXPOSE 4222 7437

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The mneme image's entry point: the first argument chooses what the container runs.
 #
-#   nats                               nats-server with /etc/mneme/$MNEME_NATS_CONFIG
+#   nats                               nats-server with /etc/mneme/$MNEME_NATS_CONFIG (for
+#                                      nats-users.conf, mneme's identities made in /keys first)
 #   ingest|retrieval|compressor|pattern  that service, holding its store lock (below)
 #   api                                the HTTP api and dashboard (token: `mneme token`)
 #   healthcheck <name>                 exit 0 when <name> (nats, api or a service) is healthy
@@ -75,6 +76,18 @@ nats)
             echo "nats: refusing to start: $config needs MNEME_NATS_NKEY_USER, a user's public key (U and 55 more characters, printed by mneme nats-key)" >&2
             exit 78
         }
+    fi
+    if [ "$config" = nats-users.conf ]; then
+        # mneme's identities: the seeds are made once in the keys volume (existing ones kept),
+        # and the server runs from there with their public keys and permissions beside it.
+        keys="${MNEME_NATS_KEYS:-/keys}"
+        mneme nats-key --users "$keys" >"$keys/authorization.conf.new" 2>/dev/null || {
+            echo "nats: refusing to start: cannot make mneme's NATS identities in $keys (is the nats-keys volume mounted and writable by uid $(id -u)?)" >&2
+            exit 78
+        }
+        mv "$keys/authorization.conf.new" "$keys/authorization.conf"
+        cp /etc/mneme/nats.conf /etc/mneme/nats-users.conf "$keys/"
+        exec nats-server --config "$keys/nats-users.conf" "$@"
     fi
     exec nats-server --config "/etc/mneme/$config" "$@"
     ;;

@@ -20,6 +20,9 @@
 #   7. `compose down` then `up`: the data is still there (warm start timed too), and so is the
 #      token, which the api does not log again; then the api with `.env.example`'s old
 #      placeholder token exits with the reason, and without it comes back;
+#      NATS admits only mneme's identities (nats-users.conf, the default): the keys are made in
+#      the nats-keys volume, the host's hooks use a copy of hook.nk, a hook without it is refused
+#      (and spools), and `mneme doctor` from the host says the box requires credentials;
 #   8. NATS with nats-auth.conf: the services authenticate, a hook without the token is refused
 #      (and spools), a hook with it gets through (and replays what was spooled);
 #   9. NATS with nats-nkey.conf and a key from `mneme nats-key`: the services authenticate with the
@@ -66,7 +69,7 @@ export DOCKER_BUILDKIT=0 COMPOSE_DOCKER_CLI_BUILD=0
 # volume's name must be the same under both.
 export COMPOSE_PROJECT_NAME=mnemecomposetest
 export MNEME_IMAGE=mneme:compose-test
-unset COMPOSE_PROFILES COMPOSE_FILE OTEL_EXPORTER_OTLP_ENDPOINT MNEME_NATS_CONFIG MNEME_NATS_TOKEN MNEME_NATS_BIND MNEME_API_BIND \
+unset COMPOSE_PROFILES COMPOSE_FILE OTEL_EXPORTER_OTLP_ENDPOINT MNEME_NATS_CONFIG MNEME_NATS_TOKEN MNEME_NATS_BIND MNEME_API_BIND MNEME_NATS_KEYS \
     MNEME_NATS_NKEY MNEME_NATS_NKEY_USER MNEME_NATS_NKEY_FILE MNEME_API_TOKEN
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 MNEME_NATS_PORT="$(free_port)"
@@ -330,6 +333,16 @@ done
 wait_counts compose-token tokenword 2 60
 say "mneme token rotate in the api container: the running api refused the old token and took the new one"
 
+# NATS admits only mneme's identities (nats-users.conf, the default): the nats container made
+# them on first start; the host's hooks use a copy of the hook's seed, as docs/deploy.md says.
+hook_seed="$work/hook.nk"
+(umask 077 && compose exec -T nats cat /keys/hook.nk >"$hook_seed") || fail "cannot read /keys/hook.nk from the nats container"
+grep -q '^SU' "$hook_seed" || fail "/keys/hook.nk holds no user seed"
+keys_mode="$(compose exec -T nats stat -c '%a %u' /keys /keys/hook.nk /keys/admin.nk | tr '\n' ' ')"
+[ "$keys_mode" = "700 10001 600 10001 600 10001 " ] || fail "the keys volume has modes and owners '$keys_mode'"
+hook_nkey="$hook_seed"
+say "nats-users.conf: the nats container made mneme's identities in the nats-keys volume (/keys 700, seeds 600, uid 10001)"
+
 # --- 4. hook events from the host, found through the api --------------------------------------
 for i in 1 2 3; do
     send_prompt compose-basic "how does the devbox remember mk${i}x across restarts (basicword)"
@@ -459,8 +472,20 @@ refused_then_admitted() {
     say "a hook without $what was refused (its event spooled); with $what, both events arrived"
 }
 
+# --- 7b. mneme's identities: the hook's key gets through, no key is refused -------------------
+refused_then_admitted compose-users usersword 905 "the hook identity's key" hook_nkey "$hook_seed"
+# From the host, mneme doctor finds the box refusing clients without credentials and the hook
+# using the hook identity (its key set holds only the hook's seed, as a teammate's would).
+mkdir -m 700 "$work/keys" && cp "$hook_seed" "$work/keys/hook.nk"
+doctor="$(MNEME_NATS_URL="nats://127.0.0.1:$MNEME_NATS_PORT" MNEME_NATS_KEYS="$work/keys" MNEME_HOME="$hook_home" \
+    MNEME_API_ADDR="127.0.0.1:$MNEME_API_PORT" target/debug/mneme doctor 2>&1 || true)"
+grep -q "refuses clients without credentials" <<<"$doctor" || fail "mneme doctor did not find the box refusing anonymous clients: $doctor"
+grep -q "the hook uses the hook identity" <<<"$doctor" || fail "mneme doctor did not find the hook's identity: $doctor"
+say "mneme doctor from the host: the box refuses clients without credentials, the hook uses the hook identity"
+
 # --- 8. NATS behind a token, as for a box other machines reach ------------------------------
 compose down >/dev/null 2>&1
+hook_nkey=""
 MNEME_NATS_CONFIG=nats-auth.conf
 MNEME_NATS_TOKEN="nats-test-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 export MNEME_NATS_CONFIG MNEME_NATS_TOKEN

@@ -339,3 +339,88 @@ async fn doctor_reports_modes_nats_auth_the_hooks_identity_the_spool_and_the_api
         "{nats:?}"
     );
 }
+
+/// One raw HTTP/1.1 request with the given `Host` header and optional extra header lines;
+/// returns the status line's code.
+fn status_with_host(port: u16, request_line: &str, host: &str, extra: &str, body: &str) -> u16 {
+    use std::io::{Read as _, Write as _};
+    let mut http = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        http,
+        "{request_line} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\ncontent-length: {}\r\n{extra}\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    http.read_to_string(&mut answer).unwrap();
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer:?}"))
+}
+
+/// DNS rebinding: a page on the attacker's name, resolved to 127.0.0.1 after it loaded, sends
+/// its own name as Host. Loopback reads need no token, so the api answers only requests
+/// addressed to an IP, `localhost` or a name it was told (MNEME_API_HOSTS), MCP included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_addressed_to_a_name_the_api_was_not_given_are_refused() {
+    let mut app = App::start_core().await;
+    let base = app
+        .start_api(api::ApiArgs {
+            hosts: vec!["devbox".to_owned()],
+            token: Some("a-long-enough-test-token-4471".to_owned()),
+            ..Default::default()
+        })
+        .await;
+    let port: u16 = base.rsplit(':').next().unwrap().parse().unwrap();
+    let read = "GET /v1/sessions";
+    assert_eq!(
+        status_with_host(port, read, "attacker.example", "", ""),
+        421
+    );
+    assert_eq!(
+        status_with_host(
+            port,
+            read,
+            &format!("rebound.attacker.example:{port}"),
+            "",
+            ""
+        ),
+        421
+    );
+    assert_eq!(
+        status_with_host(port, "GET /v1/export", "evil.test", "", ""),
+        421
+    );
+    for allowed in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        "[::1]".to_owned(),
+        format!("DevBox:{port}"),
+    ] {
+        assert_eq!(
+            status_with_host(port, read, &allowed, "", ""),
+            200,
+            "{allowed}"
+        );
+    }
+    // MCP answers a box's configured name (with the token), and not an unknown one.
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let headers = "authorization: Bearer a-long-enough-test-token-4471\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\n";
+    assert_eq!(
+        status_with_host(
+            port,
+            "POST /mcp",
+            &format!("devbox:{port}"),
+            headers,
+            initialize
+        ),
+        200
+    );
+    assert_eq!(
+        status_with_host(port, "POST /mcp", "attacker.example", headers, initialize),
+        421
+    );
+    app.stop_services().await;
+}

@@ -126,6 +126,13 @@ pub struct ApiArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+
+    /// Names the api is reached by besides `localhost` and IP addresses (comma-separated, such
+    /// as a team box's `devbox`): a request naming any other host in its `Host` header is
+    /// refused, so a web page whose name was rebound to this machine's address cannot read
+    /// memory through the browser. The hosts of `MNEME_API_ORIGINS` count too.
+    #[arg(long = "api-hosts", env = "MNEME_API_HOSTS", value_delimiter = ',')]
+    pub hosts: Vec<String>,
 }
 
 impl Default for ApiArgs {
@@ -139,6 +146,7 @@ impl Default for ApiArgs {
             max_streams: 64,
             max_streams_per_address: 8,
             trusted_proxies: Vec::new(),
+            hosts: Vec::new(),
         }
     }
 }
@@ -185,6 +193,8 @@ pub struct State {
     pub streams: security::StreamSlots,
     /// Reverse proxies whose `X-Forwarded-For` names the client.
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Host names requests may be addressed to besides `localhost` and IP addresses, lowercase.
+    pub hosts: Vec<String>,
     pub metrics: metrics::Metrics,
     pub sanitizer: sanitize::Sanitizer,
     pub shutdown: CancellationToken,
@@ -283,6 +293,7 @@ fn state_with(
         limiter: security::RateLimiter::new(args.rate_per_minute),
         streams: security::StreamSlots::new(args.max_streams, args.max_streams_per_address),
         trusted_proxies: args.trusted_proxies.clone(),
+        hosts: security::host_names(&args.hosts, &args.origins),
         metrics: metrics::Metrics::default(),
         sanitizer: sanitize::Sanitizer::new(&sanitize::Config::default())
             .context("building the sanitizer")?,

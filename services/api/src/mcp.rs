@@ -526,8 +526,11 @@ pub fn http_service(
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
-    let config =
-        StreamableHttpServerConfig::default().with_cancellation_token(state.shutdown.child_token());
+    // The api's guard has checked the Host of every request already, against the names this
+    // api is reached by (a team box's too); rmcp's own list knows only loopback names.
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_cancellation_token(state.shutdown.child_token());
     StreamableHttpService::new(
         move || Ok(Memory::new(state.clone())),
         LocalSessionManager::default().into(),

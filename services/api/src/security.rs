@@ -108,6 +108,17 @@ fn client_address(state: &State, request: &Request) -> Option<IpAddr> {
 fn check(state: &State, request: &Request, peer: Option<IpAddr>) -> Result<(), ApiError> {
     let path = request.uri().path();
     let method = request.method();
+    if let Some(host) = requested_host(request)
+        && !host_allowed(state, &host)
+    {
+        return Err(ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "host_not_allowed",
+            format!(
+                "this api is not reached by the name {host:?}: add it to MNEME_API_HOSTS if it is this machine's"
+            ),
+        ));
+    }
     if *method == Method::OPTIONS {
         // CORS preflights carry no credentials; the CORS layer answers them.
         return Ok(());
@@ -280,6 +291,57 @@ impl Drop for StreamSlot {
             }
         }
     }
+}
+
+/// The host a request is addressed to, without its port: the `Host` header, or the authority
+/// of an HTTP/2 request. `None` when it names none (an HTTP/1.0 client), which no browser sends.
+fn requested_host(request: &Request) -> Option<String> {
+    let authority = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.as_str().to_owned()))?;
+    Some(host_of(&authority))
+}
+
+/// The host of an authority (`name`, `name:port`, `[v6]`, `[v6]:port`), lowercase.
+fn host_of(authority: &str) -> String {
+    let authority = authority.trim();
+    let host = if let Some(rest) = authority.strip_prefix('[') {
+        rest.split(']').next().unwrap_or(rest)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => authority,
+        }
+    };
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Whether a request may be addressed to `host`: an IP address (a page cannot rebind an
+/// address, only a name), `localhost`, or a name configured for this api. A page on a name the
+/// attacker controls, resolved to 127.0.0.1 after it loaded, still sends its own name: refused,
+/// so loopback reads without a token stay this machine's.
+fn host_allowed(state: &State, host: &str) -> bool {
+    host.parse::<IpAddr>().is_ok() || host == "localhost" || state.hosts.iter().any(|h| h == host)
+}
+
+/// The names of `MNEME_API_HOSTS` and the hosts of `MNEME_API_ORIGINS`, lowercase.
+pub fn host_names(hosts: &[String], origins: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = hosts
+        .iter()
+        .map(|h| host_of(h))
+        .chain(origins.iter().filter_map(|origin| {
+            let rest = origin.split_once("://").map_or(origin.as_str(), |(_, r)| r);
+            let authority = rest.split('/').next()?;
+            Some(host_of(authority))
+        }))
+        .filter(|h| !h.is_empty())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Compare in time independent of where the first difference is.
@@ -799,6 +861,21 @@ mod tests {
         assert_eq!(need(&Method::GET, "/mcp"), Need::Token);
         assert_eq!(need(&Method::GET, "/healthz"), Need::Nothing);
         assert_eq!(need(&Method::GET, "/"), Need::Nothing);
+    }
+
+    #[test]
+    fn hosts_are_read_without_their_port_and_configured_names_include_the_origins() {
+        assert_eq!(host_of("LocalHost:7437"), "localhost");
+        assert_eq!(host_of("[::1]:7437"), "::1");
+        assert_eq!(host_of("devbox."), "devbox");
+        assert_eq!(host_of("10.0.0.5"), "10.0.0.5");
+        assert_eq!(
+            host_names(
+                &["DevBox".to_owned()],
+                &["https://mneme.example.com:8443/".to_owned()]
+            ),
+            vec!["devbox".to_owned(), "mneme.example.com".to_owned()]
+        );
     }
 
     #[test]
