@@ -424,3 +424,15 @@ async fn requests_addressed_to_a_name_the_api_was_not_given_are_refused() {
     );
     app.stop_services().await;
 }
+
+/// Every stream has a byte limit, so NATS's disk use has a bound whatever the traffic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_stream_has_a_byte_limit() {
+    let app = App::start_core().await;
+    let jetstream = async_nats::jetstream::new(app.client().await);
+    for config in common::streams::configs() {
+        let mut stream = jetstream.get_stream(&config.name).await.unwrap();
+        let limit = stream.info().await.unwrap().config.max_bytes;
+        assert!(limit > 0 && limit <= 4 << 30, "{}: {limit}", config.name);
+    }
+}

@@ -9,17 +9,26 @@ use std::time::Duration;
 /// How long hook events stay in JetStream after capture, for replay and for late consumers.
 const EVENTS_MAX_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
 
+/// The most bytes each stream keeps on disk. Beyond it JetStream drops the oldest messages (by
+/// then consumed, unless a consumer has been down for long), so NATS's disk use has a bound
+/// whatever the traffic: hook events are the bulk, the services' notices a fraction of them.
+const EVENTS_MAX_BYTES: i64 = 4 << 30;
+const NOTICES_MAX_BYTES: i64 = 1 << 30;
+const DLQ_MAX_BYTES: i64 = 512 << 20;
+
 /// Window in which JetStream drops a second message with the same `Nats-Msg-Id`.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 
 /// The configurations of every stream mneme uses.
 pub fn configs() -> Vec<stream::Config> {
-    let base = |name: &str, subject: &str, max_age: Duration| stream::Config {
+    let base = |name: &str, subject: &str, max_age: Duration, max_bytes: i64| stream::Config {
         name: name.to_owned(),
         subjects: vec![subject.to_owned()],
         storage: stream::StorageType::File,
         retention: stream::RetentionPolicy::Limits,
         max_age,
+        max_bytes,
+        discard: stream::DiscardPolicy::Old,
         duplicate_window: DUPLICATE_WINDOW,
         ..Default::default()
     };
@@ -28,31 +37,38 @@ pub fn configs() -> Vec<stream::Config> {
             subjects::EVENTS_STREAM,
             subjects::EVENTS_ALL,
             EVENTS_MAX_AGE,
+            EVENTS_MAX_BYTES,
         ),
         base(
             subjects::INGEST_STREAM,
             subjects::INGEST_ALL,
             EVENTS_MAX_AGE,
+            NOTICES_MAX_BYTES,
         ),
         base(
             subjects::COMPRESSOR_STREAM,
             subjects::COMPRESSOR_WRITTEN_ALL,
             EVENTS_MAX_AGE,
+            NOTICES_MAX_BYTES,
         ),
         base(
             subjects::PATTERN_STREAM,
             subjects::PATTERN_UPDATED,
             EVENTS_MAX_AGE,
+            NOTICES_MAX_BYTES,
         ),
         base(
             subjects::DLQ_STREAM,
             subjects::DLQ_ALL,
             Duration::from_secs(90 * 24 * 3600),
+            DLQ_MAX_BYTES,
         ),
     ]
 }
 
-/// Create every stream that does not exist yet; existing streams are left as they are.
+/// Create every stream that does not exist yet; existing streams are left as they are (a
+/// stream made before it had a byte limit keeps none until its owner updates it: `nats stream
+/// edit`, which only the admin identity may do).
 pub async fn ensure(js: &jetstream::Context) -> anyhow::Result<()> {
     for config in configs() {
         let name = config.name.clone();

@@ -60,33 +60,74 @@ pub fn utc_minute(ms: i64) -> String {
     format!("{} {:02}:{:02}", utc_day(ms), minutes / 60, minutes % 60)
 }
 
-/// Milliseconds since the epoch of an RFC 3339 / ISO 8601 time such as
-/// `2026-02-18T15:09:10.006Z`: a fraction of a second is optional (digits past milliseconds are
-/// dropped), an explicit `+HH:MM` or `-HH:MM` offset is honoured, and `Z` or no offset is UTC.
-/// `None` when the text does not start with a date and time of that shape.
+/// Milliseconds since the epoch of an RFC 3339 time such as `2026-02-18T15:09:10.006Z`: a
+/// fraction of a second is optional and of any length (digits past milliseconds are dropped),
+/// an explicit `+HH:MM` or `-HH:MM` offset is honoured, and `Z` or no offset is UTC. `None`
+/// unless it is a real time: every field in its range (a month of 1 to 12, a day that month
+/// has, an hour below 24; a leap second `:60` counts as the next second) and nothing after the
+/// offset, so `2026-13-99T99:00:00Z` is no time rather than one that rolls over into another.
 pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
     let bytes = text.as_bytes();
-    if bytes.len() < 19 || bytes[4] != b'-' || bytes[10] != b'T' {
+    let digits = |at: usize, len: usize| -> Option<i64> {
+        let part = bytes.get(at..at + len)?;
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0, |n, d| n * 10 + i64::from(d - b'0')))
+    };
+    let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
+    if separators.iter().any(|&(at, c)| bytes.get(at) != Some(&c)) {
         return None;
     }
-    let num = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut millis = 0;
-    let mut rest = text.get(19..)?;
-    if let Some(fraction) = rest.strip_prefix('.') {
-        let digits: String = fraction.chars().take_while(char::is_ascii_digit).collect();
-        rest = &fraction[digits.len()..];
-        let padded = format!("{digits:0<3}");
-        millis = padded[..3].parse().unwrap_or(0);
+    let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
+    let (hour, minute, second) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        1..=12 => 31,
+        _ => return None,
+    };
+    if !(1..=month_days).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
     }
-    let offset_minutes = match rest.as_bytes().first() {
-        Some(b'+' | b'-') if rest.len() >= 6 => {
-            let sign = if rest.starts_with('-') { -1 } else { 1 };
-            let part = |range: std::ops::Range<usize>| rest.get(range)?.parse::<i64>().ok();
-            sign * (part(1..3)? * 60 + part(4..6)?)
+    let mut rest = &bytes[19..];
+    let mut millis = 0;
+    if let Some(fraction) = rest.strip_prefix(b".") {
+        let len = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
+        if len == 0 {
+            return None;
         }
-        _ => 0,
+        // Milliseconds: the first three digits, padded with zeros when fewer.
+        millis = (0..3).fold(0, |n, i| {
+            n * 10
+                + fraction
+                    .get(i)
+                    .filter(|_| i < len)
+                    .map_or(0, |d| i64::from(d - b'0'))
+        });
+        rest = &fraction[len..];
+    }
+    let offset_minutes = match rest {
+        [] | [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            if ![h1, h2, m1, m2].iter().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let (hours, minutes) = (
+                i64::from((h1 - b'0') * 10 + (h2 - b'0')),
+                i64::from((m1 - b'0') * 10 + (m2 - b'0')),
+            );
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            if *sign == b'-' {
+                -(hours * 60 + minutes)
+            } else {
+                hours * 60 + minutes
+            }
+        }
+        _ => return None,
     };
     let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
         - offset_minutes * 60;

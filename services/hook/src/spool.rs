@@ -316,6 +316,27 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_write_leaves_no_temporary_file_and_keeps_what_was_spooled() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().join("spool"));
+        let first = proto::new_event_id();
+        let kept = spool.write(&first, b"first").unwrap();
+        // The rename cannot replace a directory, as a full disk cannot take the bytes: the
+        // write fails after its temporary file was made.
+        let second = proto::new_event_id();
+        let blocker = spool.dir().join(format!("{second}.{EXTENSION}"));
+        fs::create_dir(&blocker).unwrap();
+        assert!(spool.write(&second, b"second").is_err());
+        let temporary = fs::read_dir(spool.dir())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .count();
+        assert_eq!(temporary, 0, "a temporary file was left behind");
+        assert_eq!(fs::read(&kept).unwrap(), b"first");
+    }
+
+    #[test]
     fn the_spool_keeps_within_its_bounds_dropping_the_oldest_and_counting_them() {
         use hosts::adapter::now_ms;
         let dir = tempfile::tempdir().unwrap();

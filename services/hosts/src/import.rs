@@ -263,58 +263,9 @@ fn shown(text: &str) -> String {
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time, as every host writes its records' times
-/// (`2026-02-18T15:09:10.006Z`, `…+01:00`, a fraction of any length or none, no offset for
-/// UTC), or `None` when it is not a real one: every field in its range (a month of 1 to 12, a
-/// day that month has, an hour below 24), nothing after the offset. Unlike the lenient parse
-/// of `common`, `2026-13-99T99:00:00Z` is not a time that rolls over into another.
+/// (`common::time::parse_rfc3339_ms`, which accepts only real times: `2026-13-99T99:00:00Z` is
+/// none), or `None` when it is not one or lies before 1970 or after the year 9999.
 pub fn parse_time(text: &str) -> Option<i64> {
-    let bytes = text.as_bytes();
-    let digits = |at: usize, len: usize| -> Option<i64> {
-        let part = bytes.get(at..at + len)?;
-        part.iter()
-            .all(u8::is_ascii_digit)
-            .then(|| part.iter().fold(0, |n, d| n * 10 + i64::from(d - b'0')))
-    };
-    let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
-    if separators.iter().any(|&(at, c)| bytes.get(at) != Some(&c)) {
-        return None;
-    }
-    let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
-    let (hour, minute, second) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = match month {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        1..=12 => 31,
-        _ => return None,
-    };
-    // A leap second (`:60`) is accepted, as RFC 3339 allows; it counts as the next second.
-    if !(1..=month_days).contains(&day) || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let mut rest = &bytes[19..];
-    if let Some(fraction) = rest.strip_prefix(b".") {
-        let len = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
-        if len == 0 {
-            return None;
-        }
-        rest = &fraction[len..];
-    }
-    match rest {
-        [] | [b'Z' | b'z'] => {}
-        [b'+' | b'-', h1, h2, b':', m1, m2] => {
-            let offset = [h1, h2, m1, m2];
-            if !offset.iter().all(|b| b.is_ascii_digit())
-                || (h1 - b'0') * 10 + (h2 - b'0') > 23
-                || (m1 - b'0') * 10 + (m2 - b'0') > 59
-            {
-                return None;
-            }
-        }
-        _ => return None,
-    }
-    // Checked, the text is one `common` reads exactly.
     common::time::parse_rfc3339_ms(text).filter(|ms| (0..=MAX_TIME_MS).contains(ms))
 }
 

@@ -39,7 +39,8 @@ pub fn find(explicit: Option<&Path>) -> Option<PathBuf> {
 }
 
 impl LocalNats {
-    /// Start nats-server on 127.0.0.1:`port` with JetStream storing under `store_dir`, admitting
+    /// Start nats-server on 127.0.0.1:`port` with JetStream storing under `store_dir` (at most
+    /// 8 GB, above the streams' own byte limits, so the disk it takes has a bound), admitting
     /// only the users of `authorization` (a block from `common::access::authorization`). The
     /// configuration is written beside the store as `nats-server.conf`, owner-only.
     pub async fn start(
@@ -54,7 +55,7 @@ impl LocalNats {
         let text = format!(
             "# Written by `mneme up` at every start: edits are replaced.\n\
              server_name: mneme-local\nlisten: \"127.0.0.1:{port}\"\n\
-             jetstream {{ store_dir: {:?} }}\n{authorization}",
+             jetstream {{ store_dir: {:?}, max_file_store: 8GB }}\n{authorization}",
             store_dir.display().to_string()
         );
         store::private_file(&config).with_context(|| format!("creating {}", config.display()))?;
