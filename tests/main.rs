@@ -7,6 +7,7 @@
 mod api;
 mod architecture;
 mod browser;
+mod capabilities;
 mod harness;
 mod hostile;
 mod hosts;

@@ -68,6 +68,16 @@ pub const COLLECTIONS_DELETE: &str = "mneme.retrieval.collections.delete";
 /// ([`crate::AskCollectionRequest`] → [`crate::AskCollectionReply`]).
 pub const COLLECTIONS_ASK: &str = "mneme.retrieval.collections.ask";
 
+/// Request/reply: replace one scope's capability registry
+/// ([`crate::SyncCapabilitiesRequest`] → [`crate::SyncCapabilitiesReply`]).
+pub const CAPABILITIES_SYNC: &str = "mneme.retrieval.capabilities.sync";
+/// Request/reply: the capabilities that fit a prompt ([`crate::MatchCapabilitiesRequest`] →
+/// [`crate::MatchCapabilitiesReply`]).
+pub const CAPABILITIES_MATCH: &str = "mneme.retrieval.capabilities.match";
+/// Request/reply: the capabilities retrieval holds ([`crate::ListCapabilitiesRequest`] →
+/// [`crate::ListCapabilitiesReply`]).
+pub const CAPABILITIES_LIST: &str = "mneme.retrieval.capabilities.list";
+
 /// Request/reply, answered by ingest: archive or unarchive sessions
 /// ([`crate::ArchiveSessionsRequest`] → [`crate::SessionsChangedReply`]). Not under
 /// `mneme.ingest.` because [`INGEST_STREAM`] captures `mneme.ingest.>`, and a request captured

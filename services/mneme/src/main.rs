@@ -11,6 +11,7 @@
 //! - `mneme token` prints the api's token, and `mneme token rotate` replaces it.
 
 mod backup;
+mod capabilities;
 mod doctor;
 mod export;
 mod hooks;
@@ -80,6 +81,11 @@ enum Command {
     /// credentials and which identity the hook uses, the spool against its bounds, and the
     /// api's reach. Exits non-zero when something needs attention.
     Doctor(doctor::DoctorArgs),
+    /// The capability registry: scan, list, add, remove, and what matches a prompt.
+    Capabilities {
+        #[command(subcommand)]
+        command: capabilities::CapabilitiesCommand,
+    },
     /// Search memory: a compact index of matching items (step 1 of 3).
     Search(memory::SearchArgs),
     /// The items around one item in its session (step 2 of 3).
@@ -171,6 +177,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         } => status::check(&common, &service).await,
         Command::Status { common, json, .. } => status::status(&common, json).await,
         Command::Doctor(args) => doctor::run(args).await,
+        Command::Capabilities { command } => capabilities::run(command).await,
         Command::Search(args) => memory::search(args).await,
         Command::Timeline(args) => memory::timeline(args).await,
         Command::Get(args) => memory::get(args).await,

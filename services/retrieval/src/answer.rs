@@ -3,6 +3,7 @@
 //! collections. A failure becomes an error in the reply; a context request that cannot be
 //! answered gets an empty context, so the agent goes on without it.
 
+use crate::capabilities::{self, Matching, Registry};
 use crate::context::{self, ContextConfig};
 use crate::search::Searcher;
 use crate::{collections, index, items};
@@ -15,6 +16,7 @@ use std::sync::Arc;
 pub(crate) struct Answers {
     pub searcher: Searcher,
     pub context: ContextConfig,
+    pub capabilities: Registry,
 }
 
 /// The table of every subject retrieval answers.
@@ -98,6 +100,105 @@ pub(crate) fn requests(answers: Answers, counters: Arc<Counters>) -> Requests<Ar
         },
         ask_collection,
     )
+    .on(
+        subjects::CAPABILITIES_SYNC,
+        |error| proto::SyncCapabilitiesReply {
+            error: format!("request is not a capabilities sync request: {error}"),
+            ..Default::default()
+        },
+        sync_capabilities,
+    )
+    .on(
+        subjects::CAPABILITIES_MATCH,
+        |error| proto::MatchCapabilitiesReply {
+            error: format!("request is not a capabilities match request: {error}"),
+            ..Default::default()
+        },
+        match_capabilities,
+    )
+    .on(
+        subjects::CAPABILITIES_LIST,
+        |error| proto::ListCapabilitiesReply {
+            error: format!("request is not a capabilities list request: {error}"),
+            ..Default::default()
+        },
+        list_capabilities,
+    )
+}
+
+async fn sync_capabilities(
+    answers: Arc<Answers>,
+    request: proto::SyncCapabilitiesRequest,
+) -> proto::SyncCapabilitiesReply {
+    let searcher = &answers.searcher;
+    match answers
+        .capabilities
+        .sync(&searcher.pool, searcher.vectors.as_deref(), request)
+        .await
+    {
+        Ok(reply) => reply,
+        Err(error) => proto::SyncCapabilitiesReply {
+            error: format!("capabilities sync failed: {error:#}"),
+            ..Default::default()
+        },
+    }
+}
+
+/// How a request asks to match.
+fn matching(request: &proto::MatchCapabilitiesRequest) -> Matching {
+    Matching {
+        two_stage: request.strategy == "two-stage",
+        instruction: request.instruction,
+        min_score: request.min_score,
+        limit: match request.limit {
+            0 => capabilities::LIMIT,
+            n => n as usize,
+        },
+    }
+}
+
+async fn match_capabilities(
+    answers: Arc<Answers>,
+    request: proto::MatchCapabilitiesRequest,
+) -> proto::MatchCapabilitiesReply {
+    if !matches!(request.strategy.as_str(), "" | "flat" | "two-stage") {
+        return proto::MatchCapabilitiesReply {
+            error: format!("unknown strategy {:?}: flat or two-stage", request.strategy),
+            ..Default::default()
+        };
+    }
+    match answers
+        .capabilities
+        .matches(
+            answers.searcher.vectors.as_deref(),
+            &request.prompt,
+            &request.project,
+            matching(&request),
+        )
+        .await
+    {
+        Ok(found) => proto::MatchCapabilitiesReply {
+            matches: found.matches,
+            error: String::new(),
+            ordinary: found.ordinary,
+        },
+        Err(error) => proto::MatchCapabilitiesReply {
+            error: failed("capabilities match", &error),
+            ..Default::default()
+        },
+    }
+}
+
+async fn list_capabilities(
+    answers: Arc<Answers>,
+    request: proto::ListCapabilitiesRequest,
+) -> proto::ListCapabilitiesReply {
+    proto::ListCapabilitiesReply {
+        capabilities: answers
+            .capabilities
+            .list((!request.all).then_some(request.scope.as_str())),
+        error: String::new(),
+    }
 }
 
 /// Log a failure in full and say only what failed in the reply.
@@ -132,12 +233,42 @@ async fn assemble_context(
     request: proto::ContextRequest,
 ) -> proto::ContextReply {
     tracing::Span::current().record("session_id", request.session_id.as_str());
-    context::assemble(&answers.searcher, &answers.context, &request)
+    // With a prompt, the capabilities that fit come first, within the host's limit; memory
+    // gets what they leave.
+    let block = if request.moment() == proto::context_request::Moment::Prompt {
+        let found = answers
+            .capabilities
+            .matches(
+                answers.searcher.vectors.as_deref(),
+                &request.prompt,
+                &request.project,
+                Matching::default(),
+            )
+            .await
+            .map(|found| found.matches)
+            .unwrap_or_else(|error| {
+                failed("capabilities match", &error);
+                Vec::new()
+            });
+        capabilities::render(&found, context::host_max_chars(&request) / 2)
+    } else {
+        String::new()
+    };
+    let mut rest = request.clone();
+    if !block.is_empty() {
+        rest.max_chars =
+            (context::host_max_chars(&request).saturating_sub(block.chars().count())) as u32;
+    }
+    let mut reply = context::assemble(&answers.searcher, &answers.context, &rest)
         .await
         .unwrap_or_else(|error| {
             failed("context", &error);
             proto::ContextReply::default()
-        })
+        });
+    if !block.is_empty() {
+        reply.text = format!("{block}{}", reply.text);
+    }
+    reply
 }
 
 async fn timeline(answers: Arc<Answers>, request: proto::TimelineRequest) -> proto::ItemsReply {

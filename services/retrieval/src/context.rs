@@ -47,16 +47,21 @@ const ITEMS_PER_SESSION: i64 = 6;
 /// Patterns listed at session start.
 const PATTERNS: i64 = 5;
 
+/// The most characters the host takes in one injection.
+pub fn host_max_chars(request: &ContextRequest) -> usize {
+    match request.max_chars {
+        0 => HOST_MAX_CHARS,
+        n => n as usize,
+    }
+}
+
 /// Build the context for `request`; empty text when there is nothing worth saying.
 pub async fn assemble(
     searcher: &Searcher,
     config: &ContextConfig,
     request: &ContextRequest,
 ) -> anyhow::Result<ContextReply> {
-    let host_max = match request.max_chars {
-        0 => HOST_MAX_CHARS,
-        n => n as usize,
-    };
+    let host_max = host_max_chars(request);
     let budget_tokens = match request.budget_tokens {
         0 => config.budget_tokens,
         n => n,

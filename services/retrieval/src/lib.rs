@@ -15,6 +15,7 @@
 
 mod answer;
 pub mod backfill;
+pub mod capabilities;
 pub mod collections;
 mod config;
 pub mod context;
@@ -30,6 +31,7 @@ mod worker;
 
 pub use config::{Args, RetrievalArgs, open_vectors};
 
+use anyhow::Context as _;
 use common::CommonArgs;
 use common::requests::Turns;
 use common::service::Service;
@@ -137,9 +139,19 @@ async fn serve(
         );
     }
 
-    let requests = answer::requests(answer::Answers { searcher, context }, counters)
-        .listen(&service.client, subjects::RETRIEVAL_QUEUE)
-        .await?;
+    let capabilities = capabilities::Registry::load(&searcher.pool, searcher.vectors.as_deref())
+        .await
+        .context("loading the capability registry")?;
+    let requests = answer::requests(
+        answer::Answers {
+            searcher,
+            context,
+            capabilities,
+        },
+        counters,
+    )
+    .listen(&service.client, subjects::RETRIEVAL_QUEUE)
+    .await?;
     service.answer_health(shutdown);
     tracing::info!("retrieval running");
     requests.serve(shutdown, Turns::Concurrent).await;

@@ -22,7 +22,7 @@ fn locomo_path() -> PathBuf {
 }
 
 /// The retrieval settings the benches run with: the test model, found as the tests find it.
-fn retrieval_args() -> anyhow::Result<retrieval::RetrievalArgs> {
+pub(crate) fn retrieval_args() -> anyhow::Result<retrieval::RetrievalArgs> {
     let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
         .map(PathBuf::from)
         .or_else(|| retrieval::models::discover_model_dir(std::path::Path::new("/nonexistent")))

@@ -12,9 +12,15 @@
 //! - `search`: hybrid search latency (query embedding included) at 10k and 100k items.
 //! - `compress`: per-event cost of the compressor and the pattern detector, and checkpoint
 //!   creation time, on the real Claude Code transcripts.
+//! - `capabilities`: hit@1, hit@3 and false injection of capability matching on the labelled
+//!   set in `tests/fixtures/capabilities/` (thresholds tuned on its dev split, figures of its
+//!   test split), flat and two-stage, with and without the instruction prefix; and the match's
+//!   latency with 1,000 capabilities.
 //!
 //! Run with `cargo run --release --bin mneme-bench -- NAME`.
 
+#[path = "../bench/capabilities.rs"]
+mod capabilities_bench;
 #[path = "../bench/compress.rs"]
 mod compress_bench;
 #[path = "../nats_server.rs"]
@@ -62,8 +68,9 @@ async fn main() -> anyhow::Result<()> {
         "search" => retrieval_bench::search().await,
         "compress" => compress_bench::compress().await,
         "secrets" => secrets_bench::secrets(),
+        "capabilities" => capabilities_bench::capabilities().await,
         _ => anyhow::bail!(
-            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress|secrets"
+            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress|secrets|capabilities"
         ),
     }
 }

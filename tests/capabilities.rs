@@ -1,0 +1,381 @@
+//! The capability registry through its real entry points: synced to retrieval over NATS,
+//! matched against prompts, and injected first by the hook, or not at all when nothing fits.
+
+use crate::harness::App;
+use proto::subjects;
+use serde_json::{Value, json};
+
+fn capability(
+    id: &str,
+    name: &str,
+    category: &str,
+    kind: &str,
+    description: &str,
+    when: &[&str],
+    invoke: &str,
+) -> proto::Capability {
+    proto::Capability {
+        id: id.into(),
+        name: name.into(),
+        category: category.into(),
+        kind: kind.into(),
+        description: description.into(),
+        when: when.iter().map(|w| (*w).to_owned()).collect(),
+        invoke: invoke.into(),
+        source: "hand-written".into(),
+    }
+}
+
+fn registry() -> Vec<proto::Capability> {
+    vec![
+        capability(
+            "make-test",
+            "make test",
+            "testing",
+            "task",
+            "Run the whole test suite (unit and integration) through the Makefile",
+            &["run the tests", "check that nothing broke before I push"],
+            "make test",
+        ),
+        capability(
+            "deploy-staging",
+            "deploy to staging",
+            "deploy",
+            "command",
+            "Deploy the current branch to the staging environment",
+            &[
+                "ship this to staging",
+                "put the build on the pre-production environment",
+            ],
+            "/deploy-staging",
+        ),
+        capability(
+            "linear-issue",
+            "create a Linear issue",
+            "issues",
+            "mcp-tool",
+            "Create an issue in the team's Linear tracker",
+            &["file a ticket for this bug", "open an issue to track this"],
+            "mcp__linear__create_issue",
+        ),
+        capability(
+            "db-migrate",
+            "database migration",
+            "database",
+            "skill",
+            "Write and apply a schema migration for the Postgres database",
+            &[
+                "add a column to the users table",
+                "change the database schema",
+            ],
+            "db-migrate",
+        ),
+    ]
+}
+
+async fn sync(
+    app: &App,
+    scope: &str,
+    capabilities: Vec<proto::Capability>,
+) -> proto::SyncCapabilitiesReply {
+    app.ask(
+        subjects::CAPABILITIES_SYNC,
+        &proto::SyncCapabilitiesRequest {
+            scope: scope.into(),
+            capabilities,
+            categories: vec![proto::CapabilityCategory {
+                id: "testing".into(),
+                description: "Running and fixing tests".into(),
+            }],
+        },
+    )
+    .await
+}
+
+async fn matched(app: &App, prompt: &str, project: &str) -> Vec<String> {
+    let reply: proto::MatchCapabilitiesReply = app
+        .ask(
+            subjects::CAPABILITIES_MATCH,
+            &proto::MatchCapabilitiesRequest {
+                prompt: prompt.into(),
+                project: project.into(),
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(reply.error.is_empty(), "{}", reply.error);
+    reply
+        .matches
+        .into_iter()
+        .map(|m| m.capability.unwrap().id)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matching_capabilities_come_first_and_nothing_comes_for_unrelated_prompts() {
+    let mut app = App::start_core().await;
+    let reply = sync(&app, "", registry()).await;
+    assert_eq!(
+        (reply.capabilities, reply.changed, reply.error.as_str()),
+        (4, 4, "")
+    );
+    // Syncing the same registry again embeds nothing.
+    let again = sync(&app, "", registry()).await;
+    assert_eq!((again.capabilities, again.changed), (4, 0));
+
+    assert_eq!(
+        matched(
+            &app,
+            "make sure I didn't break anything before pushing",
+            "/w/app"
+        )
+        .await
+        .first()
+        .map(String::as_str),
+        Some("make-test")
+    );
+    assert_eq!(
+        matched(&app, "ship it to staging please", "/w/app")
+            .await
+            .first()
+            .map(String::as_str),
+        Some("deploy-staging")
+    );
+    assert!(
+        matched(
+            &app,
+            "rename the variable count to total in parser.rs",
+            "/w/app"
+        )
+        .await
+        .is_empty()
+    );
+    assert!(
+        matched(&app, "explain what this regex does", "/w/app")
+            .await
+            .is_empty()
+    );
+
+    // A project's registry applies in that project (and below it) only.
+    let project = vec![capability(
+        "just-bench",
+        "just bench",
+        "performance",
+        "task",
+        "Run the parser benchmarks with criterion",
+        &["benchmark the parser", "is the parser faster now"],
+        "just bench",
+    )];
+    assert_eq!(sync(&app, "/w/app", project).await.capabilities, 1);
+    assert_eq!(
+        matched(&app, "benchmark the parser again", "/w/app/crates/parser")
+            .await
+            .first()
+            .map(String::as_str),
+        Some("just-bench")
+    );
+    assert!(
+        !matched(&app, "benchmark the parser again", "/w/other")
+            .await
+            .contains(&"just-bench".to_owned())
+    );
+
+    // Through the hook: the block comes first in what the agent is given.
+    let (output, _) = app.hook(
+        &json!({"hook_event_name": "UserPromptSubmit", "session_id": "cap-1", "cwd": "/w/app",
+            "prompt": "can you file a ticket for this flaky login bug"})
+        .to_string()
+        .into_bytes(),
+    );
+    assert!(output.status.success());
+    let out: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    let text = out["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(text.starts_with("<mneme-capabilities>\n"), "{text}");
+    assert!(text.contains("mcp__linear__create_issue"), "{text}");
+    // Nothing for a prompt no capability fits.
+    let (output, _) = app.hook(
+        &json!({"hook_event_name": "UserPromptSubmit", "session_id": "cap-1", "cwd": "/w/app",
+            "prompt": "what does this closure capture"})
+        .to_string()
+        .into_bytes(),
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("mneme-capabilities"));
+
+    // Retrieval keeps the registry across a restart.
+    app.stop_services().await;
+    app.start_services_core(crate::harness::retrieval_args())
+        .await;
+    let listed: proto::ListCapabilitiesReply = app
+        .ask(
+            subjects::CAPABILITIES_LIST,
+            &proto::ListCapabilitiesRequest {
+                all: true,
+                ..Default::default()
+            },
+        )
+        .await;
+    assert_eq!(listed.capabilities.len(), 5);
+    assert_eq!(
+        matched(&app, "ship it to staging please", "/w/app")
+            .await
+            .first()
+            .map(String::as_str),
+        Some("deploy-staging")
+    );
+    app.stop_services().await;
+}
+
+/// `mneme capabilities` through the real binary: a scan of a home and a project (written to the
+/// generated files and synced), list, match, add and remove, and a broken file reported with its
+/// line while the rest keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_scans_lists_matches_adds_and_removes() {
+    let mut app = App::start_core().await;
+    let home = tempfile::tempdir().unwrap();
+    let skill = home.path().join(".claude/skills/db-migrate");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: db-migrate\ndescription: Write and apply a Postgres schema migration\n---\nSteps...\n",
+    )
+    .unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(
+        project.path().join("Makefile"),
+        ".PHONY: test\ntest: ## Run the whole test suite, unit and integration\n\tcargo nextest run\n",
+    )
+    .unwrap();
+    let project_dir = std::fs::canonicalize(project.path()).unwrap();
+    let project_arg = project_dir.display().to_string();
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(crate::harness::binary("mneme"))
+            .arg("capabilities")
+            .args(args)
+            .envs(app.env())
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join(".config"))
+            .output()
+            .unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = run(&["scan", "--project", &project_arg]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("synced with retrieval"), "{out}");
+    assert!(
+        project_dir
+            .join(".mneme/capabilities.generated.yaml")
+            .is_file()
+    );
+    assert!(
+        app.home
+            .path()
+            .join("capabilities.generated.yaml")
+            .is_file()
+    );
+    // A second scan finds the same and writes nothing.
+    let (_, again, _) = run(&["scan", "--project", &project_arg]);
+    assert!(
+        again.contains("(unchanged)") && !again.contains("(written)"),
+        "{again}"
+    );
+
+    let (ok, listed, _) = run(&["list", "--project", &project_arg, "--json"]);
+    assert!(ok);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let ids: Vec<&str> = listed["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"make:test") && ids.iter().any(|id| id.contains("db-migrate")),
+        "{ids:?}"
+    );
+
+    let (ok, found, err) = run(&[
+        "match",
+        "run the whole test suite",
+        "--project",
+        &project_arg,
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let found: Value = serde_json::from_str(&found).unwrap();
+    assert_eq!(found[0]["id"], "make:test", "{found}");
+    let (ok, none, _) = run(&[
+        "match",
+        "what does this closure capture",
+        "--project",
+        &project_arg,
+        "--json",
+    ]);
+    assert!(ok);
+    assert_eq!(serde_json::from_str::<Value>(&none).unwrap(), json!([]));
+
+    // Add and remove in the project's hand-written file, synced each time.
+    let (ok, out, err) = run(&[
+        "add",
+        "--project",
+        &project_arg,
+        "--id",
+        "deploy-staging",
+        "--name",
+        "deploy to staging",
+        "--category",
+        "deploy",
+        "--kind",
+        "command",
+        "--description",
+        "Deploy the current branch to the staging environment",
+        "--invoke",
+        "/deploy-staging",
+        "--when",
+        "ship this to staging",
+    ]);
+    assert!(ok, "{out}{err}");
+    let (_, found, _) = run(&[
+        "match",
+        "ship it to staging",
+        "--project",
+        &project_arg,
+        "--json",
+    ]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&found).unwrap()[0]["id"],
+        "deploy-staging"
+    );
+    let (ok, _, err) = run(&["remove", "--project", &project_arg, "deploy-staging"]);
+    assert!(ok, "{err}");
+    let (_, found, _) = run(&[
+        "match",
+        "ship it to staging",
+        "--project",
+        &project_arg,
+        "--json",
+    ]);
+    assert!(!found.contains("deploy-staging"), "{found}");
+
+    // A broken entry is reported with its file, line and field; the rest still loads.
+    let hand = project_dir.join(".mneme/capabilities.yaml");
+    std::fs::write(
+        &hand,
+        "capabilities:\n  - id: broken\n    name: broken\n    category: x\n    kind: task\n    description: d\n    when: 5\n    invoke: make broken\n",
+    )
+    .unwrap();
+    let (ok, listed, err) = run(&["list", "--project", &project_arg]);
+    assert!(ok);
+    assert!(
+        err.contains("capabilities.yaml:2") && err.contains("when"),
+        "{err}"
+    );
+    assert!(listed.contains("make:test"), "{listed}");
+    app.stop_services().await;
+}
