@@ -379,3 +379,47 @@ async fn the_command_scans_lists_matches_adds_and_removes() {
     assert!(listed.contains("make:test"), "{listed}");
     app.stop_services().await;
 }
+
+/// REST: what retrieval holds and what a prompt would get, with the api's errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_lists_and_matches_capabilities() {
+    let mut app = App::start_core().await;
+    let base = app.start_api(api::ApiArgs::default()).await;
+    assert_eq!(sync(&app, "", registry()).await.capabilities, 4);
+    let http = reqwest::Client::new();
+    let get = |path: String| {
+        let http = http.clone();
+        let url = format!("{base}{path}");
+        async move {
+            let response = http.get(url).send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, listed) = get("/v1/capabilities".to_owned()).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["capabilities"].as_array().unwrap().len(), 4);
+    let (status, found) = get(
+        "/v1/capabilities/match?prompt=ship%20it%20to%20staging%20please&project=/w/app".to_owned(),
+    )
+    .await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["matches"][0]["id"], "deploy-staging", "{found}");
+    assert_eq!(found["matches"][0]["scope"], "user");
+    let (status, none) =
+        get("/v1/capabilities/match?prompt=explain%20this%20regex".to_owned()).await;
+    assert_eq!(
+        (status, none["matches"].as_array().unwrap().len()),
+        (200, 0),
+        "{none}"
+    );
+    let (status, error) = get("/v1/capabilities/match".to_owned()).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (400, Some("missing_parameter")),
+        "{error}"
+    );
+    let (status, _) = get("/v1/capabilities/match?prompt=x&strategy=sideways".to_owned()).await;
+    assert_eq!(status, 400);
+    app.stop_services().await;
+}

@@ -74,9 +74,24 @@ async fn exercise(client: &Client, secret_word: &str) {
         "list_collections",
         "export_collection",
         "ask_collection",
+        "capabilities",
+        "match_capabilities",
     ] {
         assert!(names.contains(&wanted), "{wanted} missing from {names:?}");
     }
+    // No registry was synced here: the tools say so, through retrieval.
+    let (none, error) = call(
+        client,
+        "match_capabilities",
+        json!({"prompt": "deploy this to staging"}),
+    )
+    .await;
+    assert!(!error && none.contains("no capability fits"), "{none}");
+    let (listed, error) = call(client, "capabilities", json!({})).await;
+    assert!(
+        !error && listed.contains("mneme capabilities scan"),
+        "{listed}"
+    );
     let search = tools.iter().find(|t| t.name == "search").unwrap();
     let description = search.description.as_deref().unwrap_or_default();
     assert!(

@@ -22,6 +22,7 @@
 // The OpenAPI document is one `json!` literal, deeper than the default macro recursion allows.
 #![recursion_limit = "512"]
 
+pub mod capabilities;
 pub mod collections;
 pub mod dashboard;
 pub mod error;
@@ -313,6 +314,7 @@ pub fn router(state: Arc<State>, max_body_bytes: usize) -> Router {
         .max_age(Duration::from_secs(600));
     rest::routes()
         .merge(collections::routes())
+        .merge(capabilities::routes())
         .merge(transfer::routes())
         .merge(dashboard::routes())
         .nest_service("/mcp", mcp::http_service(state.clone()))

@@ -29,6 +29,7 @@ Use it in three steps, so you only pay for what is worth reading:
 by_file(file) and by_concept(concept) are searches narrowed to a file path or a concept tag.
 save_memory(text) keeps something on purpose (a decision, a convention, a fix worth remembering); it is searchable seconds later.
 stats() says how much is remembered and where.
+capabilities(project) lists the skills, commands, subagents, MCP servers and tasks this user and project offer; match_capabilities(prompt) says which fit a request and how to invoke them.
 create_collection(name, query or item_ids) keeps the items of one topic together; ask_collection(id, question) finds the relevant ones among them, export_collection(id) gives them whole as markdown, json or text.
 
 Search before re-deriving something a past session already worked out; save what a future session should not have to rediscover.";
@@ -138,6 +139,20 @@ pub struct AskCollectionArgs {
     pub question: String,
     /// At most this many items (default 5, at most 50).
     pub limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct CapabilitiesArgs {
+    /// The project's directory: its capabilities with the user's.
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct MatchCapabilitiesArgs {
+    /// The request, in the user's words.
+    pub prompt: String,
+    /// The project's directory: its registry and the user's are matched.
+    pub project: Option<String>,
 }
 
 /// The MCP server over the api's state.
@@ -427,6 +442,71 @@ impl Memory {
                 "collection #{} {:?} holds {} items. Next: ask_collection(id, question) or export_collection(id).",
                 c.id, c.name, c.items
             ))),
+            Err(error) => Ok(failed(error)),
+        }
+    }
+
+    #[tool(
+        description = "The skills, slash commands, subagents, MCP servers and project tasks this user (and project) offer, one line each: id (kind, category): how to invoke it — what it does."
+    )]
+    async fn capabilities(
+        &self,
+        Parameters(args): Parameters<CapabilitiesArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let project = args.project.unwrap_or_default();
+        match crate::capabilities::run_list(&self.state, &project).await {
+            Ok(found) => {
+                let mut out = String::new();
+                for c in found["capabilities"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                {
+                    let _ = writeln!(
+                        out,
+                        "{} ({}, {}): `{}` — {}",
+                        c["id"].as_str().unwrap_or_default(),
+                        c["kind"].as_str().unwrap_or_default(),
+                        c["category"].as_str().unwrap_or_default(),
+                        c["invoke"].as_str().unwrap_or_default(),
+                        c["description"].as_str().unwrap_or_default(),
+                    );
+                }
+                if out.is_empty() {
+                    out.push_str("no capabilities: `mneme capabilities scan` finds them");
+                }
+                Ok(text(out))
+            }
+            Err(error) => Ok(failed(error)),
+        }
+    }
+
+    #[tool(
+        description = "Which capabilities fit a request, best first, with how to invoke each and its score; nothing when none fits well enough."
+    )]
+    async fn match_capabilities(
+        &self,
+        Parameters(args): Parameters<MatchCapabilitiesArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let project = args.project.unwrap_or_default();
+        match crate::capabilities::run_match(&self.state, &args.prompt, &project, "").await {
+            Ok(found) => {
+                let mut out = String::new();
+                for m in found["matches"].as_array().cloned().unwrap_or_default() {
+                    let _ = writeln!(
+                        out,
+                        "{} ({:.2}): `{}` — {}",
+                        m["id"].as_str().unwrap_or_default(),
+                        m["score"].as_f64().unwrap_or_default(),
+                        m["invoke"].as_str().unwrap_or_default(),
+                        m["description"].as_str().unwrap_or_default(),
+                    );
+                }
+                if out.is_empty() {
+                    out.push_str("no capability fits this request");
+                }
+                Ok(text(out))
+            }
             Err(error) => Ok(failed(error)),
         }
     }

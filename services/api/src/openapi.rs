@@ -382,6 +382,16 @@ pub fn document() -> Value {
                     "503": error_responses(&["503"])["503"].clone(),
                 },
             }},
+            "/v1/capabilities": {"get": operation("capabilities", "The capability registry retrieval holds (from the files `mneme capabilities` keeps): the user's, and a project's when named.",
+                json!([query("project", "A project's directory: its capabilities too.", text(4096))]),
+                ("200", ok("The capabilities.", json!({"type": "object", "properties": {"capabilities": {"type": "array", "items": {"type": "object"}}}}))), &read_errors, false)},
+            "/v1/capabilities/match": {"get": operation("matchCapabilities", "What would be injected with a prompt: the capabilities that fit, best first, with their scores; an empty list when none clears the threshold.",
+                json!([
+                    query("prompt", "The prompt (required).", text(4000)),
+                    query("project", "The project's directory: its registry and the user's are matched.", text(4096)),
+                    query("strategy", "flat (every capability, the default) or two-stage (categories first).", json!({"type": "string", "enum": ["flat", "two-stage"]})),
+                ]),
+                ("200", ok("The matches.", json!({"type": "object", "properties": {"matches": {"type": "array", "items": {"type": "object"}}, "ordinary": {"type": "number"}}}))), &read_errors, false)},
             "/v1/collections": {
                 "get": operation("collections", "Collections, most recent first.", json!(paging(50, 500)),
                     ("200", ok("A page of collections and the total.", json!({"type": "object", "properties": {"total": {"type": "integer"}, "collections": {"type": "array", "items": {"$ref": "#/components/schemas/Collection"}}}}))), &read_errors, false),

@@ -195,7 +195,7 @@ fn bounded(name: &str, value: Option<u32>, default: u32, max: u32) -> ApiResult<
     }
 }
 
-fn text_param(name: &str, value: &Option<String>, max: usize) -> ApiResult<String> {
+pub(crate) fn text_param(name: &str, value: &Option<String>, max: usize) -> ApiResult<String> {
     let value = value.clone().unwrap_or_default();
     if value.chars().count() > max {
         return Err(ApiError::invalid(
