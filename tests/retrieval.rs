@@ -1144,3 +1144,48 @@ async fn the_in_memory_full_text_index_scores_exactly_as_fts5() {
     compare(&loaded, "loaded", None).await;
     store.close().await;
 }
+
+/// SQLite gives the largest rowid again once its row is deleted; memory item ids must never be
+/// given twice (an id handed out before would name another item, and the embedding backlog,
+/// which takes the items above how far it got, would skip the new one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_items_id_is_never_given_again() {
+    let app = App::start_core().await;
+    let prompt = |session: &str, text: &str| {
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": session,
+            "cwd": "/work/ids", "prompt": text})
+        .to_string()
+        .into_bytes()
+    };
+    assert!(
+        app.hook(&prompt("gone-1", "the first prompt, soon deleted"))
+            .0
+            .status
+            .success()
+    );
+    app.wait_indexed(1).await;
+    let newest = app.count("SELECT MAX(id) FROM memory_items").await;
+    let reply: proto::SessionsChangedReply = app
+        .ask(
+            proto::subjects::SESSIONS_DELETE,
+            &proto::DeleteSessionsRequest {
+                session_ids: vec!["gone-1".into()],
+            },
+        )
+        .await;
+    assert!(reply.error.is_empty(), "{}", reply.error);
+    let gone = "SELECT 1 - count(*) FROM memory_items";
+    assert_eq!(
+        app.wait_for_count(gone, 1, Duration::from_secs(30)).await,
+        1
+    );
+    assert!(
+        app.hook(&prompt("kept-1", "a later prompt that stays"))
+            .0
+            .status
+            .success()
+    );
+    app.wait_indexed(1).await;
+    let next = app.count("SELECT MAX(id) FROM memory_items").await;
+    assert!(next > newest, "the id {newest} was given again");
+}

@@ -252,6 +252,27 @@ pub async fn replace_items(
     Ok((removed, written.len()))
 }
 
+/// The highest memory item id ever given (`memory_item_seq`), or above: the largest id there
+/// is counts too.
+async fn last_item_id(tx: &mut sqlx::SqliteConnection) -> sqlx::Result<i64> {
+    let (last,): (i64,) = sqlx::query_as(
+        "SELECT MAX((SELECT last FROM memory_item_seq),
+                    (SELECT COALESCE(MAX(id), 0) FROM memory_items))",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    Ok(last)
+}
+
+/// Record that `id` was given, so it never is again.
+async fn given(tx: &mut sqlx::SqliteConnection, id: i64) -> sqlx::Result<()> {
+    sqlx::query("UPDATE memory_item_seq SET last = MAX(last, ?)")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
 /// Delete one memory item with its full-text row and its places in collections.
 async fn remove_item(tx: &mut sqlx::SqliteConnection, id: i64) -> sqlx::Result<()> {
     for sql in [
@@ -346,10 +367,10 @@ pub async fn import_items(
         } else {
             item.source_id
         };
-        let (last,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) FROM memory_items")
-            .fetch_one(&mut *tx)
-            .await?;
-        let id = (item.id > last).then_some(item.id);
+        // The exported id when no id up to it was ever given here (a fresh store), else a new
+        // one: ids are never given twice.
+        let last = last_item_id(&mut tx).await?;
+        let id = if item.id > last { item.id } else { last + 1 };
         let inserted: Option<(i64,)> = sqlx::query_as(
             "INSERT INTO memory_items (id, source, source_id, kind, session_id, project, agent,
                  author, tool_name, title, text, context, seq, files, concepts, text_hash,
@@ -389,6 +410,7 @@ pub async fn import_items(
             skipped += 1;
             continue;
         };
+        given(&mut tx, id).await?;
         ids.push((item.id, id));
         // The full-text row is rebuilt as `insert_item` wrote it: the stored context is the
         // previous item's text, and the one before it comes from the items already here.
@@ -487,14 +509,16 @@ async fn insert_item(
     let (prev, prev2) = (context(0), context(1));
     let embed_text = NewItem::embed_text(&item.title, &item.text, &prev);
     let text_hash = hash(&embed_text);
+    let next = last_item_id(tx).await? + 1;
     let inserted: Option<(i64,)> = sqlx::query_as(
-        "INSERT INTO memory_items (source, source_id, kind, session_id, project, agent, author,
-             tool_name, title, text, context, seq, files, concepts, text_hash, occurred_at,
-             indexed_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        "INSERT INTO memory_items (id, source, source_id, kind, session_id, project, agent,
+             author, tool_name, title, text, context, seq, files, concepts, text_hash,
+             occurred_at, indexed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (source, source_id) DO NOTHING
          RETURNING id",
     )
+    .bind(next)
     .bind(item.source)
     .bind(item.source_id)
     .bind(&item.kind)
@@ -517,6 +541,7 @@ async fn insert_item(
     let Some((id,)) = inserted else {
         return Ok(None);
     };
+    given(tx, id).await?;
     let columns = fts_columns(&item.title, &item.text, &prev, &prev2, item.occurred_at);
     sqlx::query(
         "INSERT INTO memory_fts (rowid, title, text, prev, prev2, date) VALUES (?, ?, ?, ?, ?, ?)",
