@@ -433,6 +433,6 @@ async fn every_stream_has_a_byte_limit() {
     for config in common::streams::configs() {
         let mut stream = jetstream.get_stream(&config.name).await.unwrap();
         let limit = stream.info().await.unwrap().config.max_bytes;
-        assert!(limit > 0 && limit <= 4 << 30, "{}: {limit}", config.name);
+        assert!(limit > 0 && limit <= 1 << 30, "{}: {limit}", config.name);
     }
 }

@@ -11,10 +11,14 @@ const EVENTS_MAX_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
 
 /// The most bytes each stream keeps on disk. Beyond it JetStream drops the oldest messages (by
 /// then consumed, unless a consumer has been down for long), so NATS's disk use has a bound
-/// whatever the traffic: hook events are the bulk, the services' notices a fraction of them.
-const EVENTS_MAX_BYTES: i64 = 4 << 30;
-const NOTICES_MAX_BYTES: i64 = 1 << 30;
-const DLQ_MAX_BYTES: i64 = 512 << 20;
+/// whatever the traffic: hook events are the bulk (a gigabyte is about a million of them), the
+/// services' notices a fraction of them. JetStream reserves each limit when the stream is
+/// created, against the server's store limit (by default three quarters of the free disk), and
+/// services create the streams concurrently at start: the sum (1.9 GiB) stays modest so that a
+/// machine with little free disk still starts.
+const EVENTS_MAX_BYTES: i64 = 1 << 30;
+const NOTICES_MAX_BYTES: i64 = 256 << 20;
+const DLQ_MAX_BYTES: i64 = 128 << 20;
 
 /// Window in which JetStream drops a second message with the same `Nats-Msg-Id`.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
