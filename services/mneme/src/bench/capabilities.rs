@@ -128,6 +128,36 @@ async fn sync(
     Ok(())
 }
 
+/// Every prompt matched as `how` says, through the service.
+async fn rank(
+    client: &async_nats::Client,
+    prompts: &[Labelled],
+    how: &proto::MatchCapabilitiesRequest,
+) -> anyhow::Result<Vec<Ranked>> {
+    let mut ranked = Vec::with_capacity(prompts.len());
+    for p in prompts {
+        let request = proto::MatchCapabilitiesRequest {
+            prompt: p.prompt.clone(),
+            project: "/bench/project".into(),
+            ..how.clone()
+        };
+        let reply: proto::MatchCapabilitiesReply =
+            ask(client, proto::subjects::CAPABILITIES_MATCH, &request).await?;
+        anyhow::ensure!(reply.error.is_empty(), "match: {}", reply.error);
+        ranked.push(Ranked {
+            split: p.split.clone(),
+            expect: p.expect.clone(),
+            ordinary: reply.ordinary,
+            candidates: reply
+                .matches
+                .into_iter()
+                .filter_map(|m| Some((m.capability?.id, m.score)))
+                .collect(),
+        });
+    }
+    Ok(ranked)
+}
+
 /// Wait until retrieval answers its health probe (it loads the model first).
 async fn wait_for_retrieval(client: &async_nats::Client) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -182,7 +212,6 @@ pub async fn capabilities() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let mut production = None;
     println!("strategy   prefix  threshold  hit1   hit3   false_injection  (test split)");
     // MNEME_BENCH_QUICK=1: flat matching without the prefix only, and no latency run.
     let quick = std::env::var_os("MNEME_BENCH_QUICK").is_some();
@@ -194,33 +223,14 @@ pub async fn capabilities() -> anyhow::Result<()> {
     let prefixes: &[bool] = if quick { &[false] } else { &[false, true] };
     for &strategy in strategies {
         for &instruction in prefixes {
-            let mut ranked = Vec::new();
-            for p in &prompts {
-                let reply: proto::MatchCapabilitiesReply = ask(
-                    &client,
-                    proto::subjects::CAPABILITIES_MATCH,
-                    &proto::MatchCapabilitiesRequest {
-                        prompt: p.prompt.clone(),
-                        project: "/bench/project".into(),
-                        limit: 1_000,
-                        min_score: -10.0,
-                        strategy: strategy.into(),
-                        instruction,
-                    },
-                )
-                .await?;
-                anyhow::ensure!(reply.error.is_empty(), "match: {}", reply.error);
-                ranked.push(Ranked {
-                    split: p.split.clone(),
-                    expect: p.expect.clone(),
-                    ordinary: reply.ordinary,
-                    candidates: reply
-                        .matches
-                        .into_iter()
-                        .filter_map(|m| Some((m.capability?.id, m.score)))
-                        .collect(),
-                });
-            }
+            let every_candidate = proto::MatchCapabilitiesRequest {
+                limit: 1_000,
+                min_score: -10.0,
+                strategy: strategy.into(),
+                instruction,
+                ..Default::default()
+            };
+            let ranked = rank(&client, &prompts, &every_candidate).await?;
             if let Some(dump) = std::env::var_os("MNEME_BENCH_DUMP") {
                 let lines: Vec<String> = ranked
                     .iter()
@@ -240,42 +250,20 @@ pub async fn capabilities() -> anyhow::Result<()> {
                 "{strategy:<10} {:<7} {threshold:<10.2} {hit1:<6.3} {hit3:<6.3} {false_injection:<6.3}           (dev: {dev1:.3} {dev3:.3} {dev_false:.3})",
                 if instruction { "yes" } else { "no" },
             );
-            if strategy == "flat" && !instruction {
-                production = Some((threshold, hit1, hit3, false_injection));
-            }
         }
     }
-    let _ = production.context("no flat run")?;
     // What the service injects with its defaults (flat, no prefix, its threshold on the best
     // candidate held back by the prompt's likeness to an ordinary request, runner-ups close to
     // it): the figures that count, test split.
-    let mut injected = Vec::new();
-    for p in &prompts {
-        let reply: proto::MatchCapabilitiesReply = ask(
-            &client,
-            proto::subjects::CAPABILITIES_MATCH,
-            &proto::MatchCapabilitiesRequest {
-                prompt: p.prompt.clone(),
-                project: "/bench/project".into(),
-                ..Default::default()
-            },
-        )
-        .await?;
-        anyhow::ensure!(reply.error.is_empty(), "match: {}", reply.error);
-        injected.push(Ranked {
-            split: p.split.clone(),
-            expect: p.expect.clone(),
-            // Everything injected counts, whatever its own score.
-            candidates: reply
-                .matches
-                .into_iter()
-                .filter_map(|m| Some((m.capability?.id, 1.0)))
-                .collect(),
-            ordinary: reply.ordinary,
-        });
-    }
-    let (hit1, hit3, false_injection) = score(&injected, "test", 0.0);
-    let (dev1, dev3, dev_false) = score(&injected, "dev", 0.0);
+    let injected = rank(
+        &client,
+        &prompts,
+        &proto::MatchCapabilitiesRequest::default(),
+    )
+    .await?;
+    // Everything injected counts, whatever its own score.
+    let (hit1, hit3, false_injection) = score(&injected, "test", f32::MIN);
+    let (dev1, dev3, dev_false) = score(&injected, "dev", f32::MIN);
     println!(
         "service defaults (flat, no prefix, threshold {:.2} with the ordinary-request weight {:.2}): test hit1 {hit1:.3} hit3 {hit3:.3} false_injection {false_injection:.3} (dev: {dev1:.3} {dev3:.3} {dev_false:.3})",
         retrieval::capabilities::THRESHOLD,
