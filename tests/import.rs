@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-fn import(app: &App, args: &[&str]) -> Value {
+/// `mneme import ARGS --json --no-wait`, which must succeed; its JSON summary.
+pub(crate) fn import(app: &App, args: &[&str]) -> Value {
     let mut all = vec!["import"];
     all.extend_from_slice(args);
     // The tests look at what was published and wait for the store themselves; following the

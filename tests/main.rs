@@ -18,6 +18,8 @@ mod memory;
 mod nats_access;
 mod pipeline;
 mod retrieval;
+mod search_time;
 mod security;
 mod surface;
 mod traces;
+mod workflows;

@@ -94,6 +94,7 @@ impl event::Payload {
             P::Unknown(_) => "other",
             P::Invalid(_) => "invalid",
             P::Memory(_) => "memory",
+            P::Workflow(_) => "workflow",
         }
     }
 }

@@ -419,6 +419,81 @@ async function loadPatterns() {
   }
 }
 
+// Workflows, lessons and capabilities ---------------------------------------------------------
+
+// A workflow's text is "When asked: …", "Steps: …" and its record, a line each.
+function workflowItem(p) {
+  const lines = p.text.split("\n").filter((l) => l.trim() && !l.startsWith("When asked:"));
+  const record = `worked ${p.occurrences}×` + (p.failures ? `, failed ${p.failures}×` : "");
+  const li = document.createElement("li");
+  li.className = p.failures ? "workflow failing" : "workflow";
+  li.innerHTML = `<b>${escapeHtml(p.title.replace(/^Workflow: /, ""))}</b>
+    <div class="hint">${escapeHtml(record)} · ${escapeHtml(projectName(p.project))} · last ${when(p.last_seen_at_ms)}</div>
+    ${lines.map((l) => `<div class="snippet">${escapeHtml(l)}</div>`).join("")}`;
+  return li;
+}
+
+async function loadWorkflows() {
+  const fill = async (path, list, empty, item) => {
+    try {
+      const page = await api(path);
+      list.innerHTML = page.patterns.length ? "" : `<li class="empty">${empty}</li>`;
+      for (const p of page.patterns) list.append(item(p));
+    } catch (error) {
+      list.innerHTML = `<li class="empty">${escapeHtml(error.message)}</li>`;
+    }
+  };
+  fill("/v1/patterns?kind=workflow&min_occurrences=0&limit=100", $("#workflows"),
+    "No workflows yet: they appear once a turn of work runs commands that succeed.", workflowItem);
+  fill("/v1/patterns?kind=reflection&limit=50", $("#lessons"), "No lessons yet.", (p) => {
+    const li = document.createElement("li");
+    li.innerHTML = `<b>${escapeHtml(p.title)}</b><div class="snippet">${escapeHtml(p.text)}</div>
+      <div class="hint">${escapeHtml(projectName(p.project))} · last ${when(p.last_seen_at_ms)}</div>`;
+    return li;
+  });
+  try {
+    const { capabilities } = await api("/v1/capabilities?project=" + encodeURIComponent($("#match-project").value.trim()));
+    $("#capability-count").textContent = count(capabilities.length, "capability");
+    const byCategory = new Map();
+    for (const c of capabilities) {
+      if (!byCategory.has(c.category)) byCategory.set(c.category, []);
+      byCategory.get(c.category).push(c);
+    }
+    $("#capabilities").innerHTML = capabilities.length ? "" :
+      `<p class="empty">None registered: <code>mneme capabilities scan</code> finds the skills, commands and tasks of this machine and project.</p>`;
+    for (const [category, members] of [...byCategory].sort((a, b) => a[0].localeCompare(b[0]))) {
+      const block = document.createElement("details");
+      block.innerHTML = `<summary>${escapeHtml(category || "uncategorised")} (${members.length})</summary>
+        <ul class="pattern-list">${members.map((c) => `<li><b>${escapeHtml(c.name)}</b> <code>${escapeHtml(c.invoke)}</code>
+          <div class="hint">${escapeHtml(c.description)} · ${escapeHtml(c.scope)}</div></li>`).join("")}</ul>`;
+      $("#capabilities").append(block);
+    }
+  } catch (error) {
+    $("#capabilities").innerHTML = `<p class="empty">${escapeHtml(error.message)}</p>`;
+  }
+}
+
+async function runMatch() {
+  const prompt = $("#match-prompt").value.trim();
+  if (!prompt) return;
+  const project = $("#match-project").value.trim();
+  const results = $("#match-results");
+  try {
+    const params = new URLSearchParams({ prompt });
+    if (project) params.set("project", project);
+    const { matches } = await api("/v1/capabilities/match?" + params.toString());
+    results.innerHTML = matches.length ? "" : `<li class="empty">Nothing clears the threshold: nothing would be injected.</li>`;
+    for (const m of matches) {
+      const li = document.createElement("li");
+      li.innerHTML = `<b>${escapeHtml(m.name)}</b> <code>${escapeHtml(m.invoke)}</code> <span class="hint">score ${m.score.toFixed(3)}</span>
+        <div class="snippet">${escapeHtml(m.description)}</div>`;
+      results.append(li);
+    }
+  } catch (error) {
+    results.innerHTML = `<li class="empty">${escapeHtml(error.message)}</li>`;
+  }
+}
+
 // A bar chart as inline SVG: one bar per row, labelled below.
 function barChart(rows, label, value) {
   const width = 600, height = 160, pad = 18;
@@ -507,6 +582,7 @@ function route() {
     case "sessions": show("sessions"); loadSessions(true); break;
     case "session": show("session"); loadSession(decodeURIComponent(rest.join("/"))); break;
     case "patterns": show("patterns"); loadPatterns(); break;
+    case "workflows": show("workflows"); loadWorkflows(); break;
     case "stats": show("stats"); loadStats(); break;
     // The home screen, under its old name too (`#/live`), so earlier links still open it.
     default: show("home"); loadHome(); loadReadiness();
@@ -524,6 +600,10 @@ document.addEventListener("DOMContentLoaded", () => {
     location.hash = "#/search?" + params.toString();
   });
   $("#more-sessions").addEventListener("click", () => loadSessions(false));
+  $("#match-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    runMatch();
+  });
   $("#stats-days").addEventListener("change", loadStats);
   $("#token-form").addEventListener("submit", (event) => {
     event.preventDefault();

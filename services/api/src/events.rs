@@ -19,8 +19,8 @@ const MAX_EVENT_BYTES: usize = 900 * 1024;
 /// How long a publish may wait for JetStream's ack.
 const ACK_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The kinds an HTTP client may send (the hook's vocabulary, plus `memory`).
-pub const KINDS: [&str; 12] = [
+/// The kinds an HTTP client may send (the hook's vocabulary, plus `memory` and `workflow`).
+pub const KINDS: [&str; 13] = [
     "session_start",
     "prompt",
     "pre_tool",
@@ -33,6 +33,7 @@ pub const KINDS: [&str; 12] = [
     "notification",
     "memory",
     "subagent_stop",
+    "workflow",
 ];
 
 /// One event as JSON. Only `session_id` and `kind` are required; what else matters depends on
@@ -64,6 +65,10 @@ pub struct EventIn {
     pub trigger: Option<String>,
     pub concepts: Option<Vec<String>>,
     pub files: Option<Vec<String>>,
+    /// A workflow's steps, in order.
+    pub steps: Option<Vec<String>>,
+    /// A workflow's outcome: `success` or `failure`.
+    pub outcome: Option<String>,
 }
 
 fn invalid(message: impl Into<String>) -> ApiError {
@@ -206,6 +211,23 @@ pub fn build(input: EventIn, now_ms: i64) -> ApiResult<Event> {
             concepts: list(&input.concepts, "concepts")?,
             files: list(&input.files, "files")?,
         }),
+        "workflow" => {
+            let steps = list(&input.steps, "steps")?;
+            if steps.is_empty() {
+                return Err(invalid("a workflow event needs steps"));
+            }
+            let outcome = input.outcome.clone().unwrap_or_default();
+            if !matches!(outcome.as_str(), "success" | "failure") {
+                return Err(invalid("a workflow's outcome is success or failure"));
+            }
+            Payload::Workflow(proto::Workflow {
+                situation: need_text("workflow")?,
+                steps,
+                outcome,
+                reason: short("reason", &input.reason, 2000)?,
+                files: list(&input.files, "files")?,
+            })
+        }
         other => {
             return Err(invalid(format!(
                 "unknown kind {other:?}: one of {}",
@@ -255,6 +277,7 @@ fn fit(event: &mut Event, sanitizer: &sanitize::Sanitizer) {
         Some(Payload::SubagentStop(s)) => each(&mut s.last_message),
         Some(Payload::Notification(n)) => each(&mut n.message),
         Some(Payload::Memory(m)) => each(&mut m.text),
+        Some(Payload::Workflow(w)) => each(&mut w.situation),
         _ => {}
     }
 }
@@ -375,6 +398,25 @@ mod tests {
             panic!("not a memory");
         };
         assert_eq!(memory.concepts, ["deploy"]);
+    }
+
+    #[test]
+    fn a_workflow_needs_steps_and_an_outcome() {
+        let workflow = |steps: Vec<&str>, outcome: &str| EventIn {
+            text: Some("release a new version".into()),
+            steps: Some(steps.into_iter().map(str::to_owned).collect()),
+            outcome: Some(outcome.into()),
+            ..base("workflow")
+        };
+        let event = build(workflow(vec!["make release"], "failure"), 1_000).unwrap();
+        assert_eq!(event.subject(), "mneme.events.unknown.workflow");
+        let Some(Payload::Workflow(run)) = event.payload else {
+            panic!("not a workflow");
+        };
+        assert_eq!((run.steps.len(), run.outcome.as_str()), (1, "failure"));
+        let message = |e: EventIn| build(e, 1_000).unwrap_err().message;
+        assert!(message(workflow(vec![], "success")).contains("needs steps"));
+        assert!(message(workflow(vec!["make"], "maybe")).contains("success or failure"));
     }
 
     #[test]

@@ -28,6 +28,7 @@ Use it in three steps, so you only pay for what is worth reading:
 
 by_file(file) and by_concept(concept) are searches narrowed to a file path or a concept tag.
 save_memory(text) keeps something on purpose (a decision, a convention, a fix worth remembering); it is searchable seconds later.
+record_workflow(situation, steps, outcome) says how a sequence of steps went, so a workflow that worked is offered again and one that stopped working says so.
 stats() says how much is remembered and where.
 capabilities(project) lists the skills, commands, subagents, MCP servers and tasks this user and project offer; match_capabilities(prompt) says which fit a request and how to invoke them.
 create_collection(name, query or item_ids) keeps the items of one topic together; ask_collection(id, question) finds the relevant ones among them, export_collection(id) gives them whole as markdown, json or text.
@@ -51,6 +52,9 @@ pub struct SearchArgs {
     pub since_days: Option<u32>,
     /// At most this many hits (default 10, at most 50).
     pub limit: Option<u32>,
+    /// "session" to find which past sessions dealt with this: sessions (at most `limit`)
+    /// ranked by the evidence they hold, each with its best hits.
+    pub group: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -79,6 +83,25 @@ pub struct SaveArgs {
     pub files: Option<Vec<String>>,
     /// The project it belongs to (its git root path).
     pub project: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct WorkflowArgs {
+    /// What was asked for, in the user's words: the situation the steps answer.
+    pub situation: String,
+    /// The steps in order, as they would be run again: command lines, `Edit path/to/file`,
+    /// a slash command, an MCP tool call.
+    pub steps: Vec<String>,
+    /// `success` when the steps did what was asked, `failure` when they did not.
+    pub outcome: String,
+    /// Why it failed, or what made it work, in a sentence.
+    pub reason: Option<String>,
+    /// Files the steps changed.
+    pub files: Option<Vec<String>>,
+    /// The project it belongs to (its git root path).
+    pub project: Option<String>,
+    /// The session it happened in, when known.
+    pub session_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -240,18 +263,48 @@ impl Memory {
         let since = args
             .since_days
             .map(|days| common::time::now_ms() - i64::from(days) * 86_400_000);
-        Ok(self
-            .find(SearchParams {
-                q: args.query,
-                project: args.project.unwrap_or_default(),
-                kinds: args.kinds.unwrap_or_default(),
-                file: args.file.unwrap_or_default(),
-                concept: args.concept.unwrap_or_default(),
-                since,
-                limit: clamp_limit(args.limit, 10, 50),
-                ..Default::default()
-            })
-            .await)
+        let params = SearchParams {
+            q: args.query,
+            project: args.project.unwrap_or_default(),
+            kinds: args.kinds.unwrap_or_default(),
+            file: args.file.unwrap_or_default(),
+            concept: args.concept.unwrap_or_default(),
+            since,
+            limit: clamp_limit(args.limit, 10, 50),
+            group: args.group.clone(),
+            ..Default::default()
+        };
+        if args.group.is_none() {
+            return Ok(self.find(params).await);
+        }
+        // Grouped: one line a session, then its best hits in the usual index form.
+        let found = match rest::search_request(params) {
+            Ok(request) => rest::run_search(&self.state, request).await,
+            Err(error) => Err(error),
+        };
+        let found = match found {
+            Ok(found) => found,
+            Err(error) => return Ok(failed(error)),
+        };
+        let sessions = found["sessions"].as_array().cloned().unwrap_or_default();
+        if sessions.is_empty() {
+            return Ok(text("no matches".to_owned()));
+        }
+        let mut out = String::new();
+        for session in &sessions {
+            let _ = writeln!(
+                out,
+                "session {} ({}) score {:.3}",
+                session["session_id"].as_str().unwrap_or_default(),
+                session["project"].as_str().unwrap_or_default(),
+                session["score"].as_f64().unwrap_or_default(),
+            );
+            let hits = index(&serde_json::json!({"hits": session["hits"]}));
+            for line in hits.lines().take_while(|line| !line.is_empty()) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        Ok(text(out))
     }
 
     #[tool(
@@ -347,6 +400,39 @@ impl Memory {
         match crate::events::accept(&self.state, input).await {
             Ok(events) => Ok(text(format!(
                 "saved (event {}); search finds it in a few seconds",
+                events.first().map(|e| e.id.as_str()).unwrap_or_default()
+            ))),
+            Err(error) => Ok(failed(error)),
+        }
+    }
+
+    #[tool(
+        description = "Record how a workflow went: the situation, the steps as they would be run again, and whether they worked (success) or not (failure, with the reason). mneme counts it with the workflows it found in sessions, offers a workflow that worked when a similar request comes back, and says when one stopped working."
+    )]
+    async fn record_workflow(
+        &self,
+        Parameters(args): Parameters<WorkflowArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let project = args.project.unwrap_or_default();
+        let session = match args.session_id {
+            Some(session) if !session.trim().is_empty() => session,
+            _ if project.is_empty() => "workflows".to_owned(),
+            _ => format!("workflows:{project}"),
+        };
+        let input = serde_json::json!({
+            "session_id": session,
+            "kind": "workflow",
+            "project": project,
+            "host_event": "record_workflow",
+            "text": args.situation,
+            "steps": args.steps,
+            "outcome": args.outcome,
+            "reason": args.reason,
+            "files": args.files,
+        });
+        match crate::events::accept(&self.state, input).await {
+            Ok(events) => Ok(text(format!(
+                "recorded (event {}); the workflow's counts change in a few seconds",
                 events.first().map(|e| e.id.as_str()).unwrap_or_default()
             ))),
             Err(error) => Ok(failed(error)),

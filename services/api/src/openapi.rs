@@ -158,6 +158,16 @@ pub fn document() -> Value {
             "Prefer `project` instead of requiring it.",
             json!({"type": "boolean"}),
         ),
+        query(
+            "group",
+            "session: answer with sessions (`limit` of them), ranked by the best few hits each holds, each with its best hits (`sessions`); `hits` then lists those hits session by session, each scored with its session's score.",
+            json!({"type": "string", "enum": ["session"]}),
+        ),
+        query(
+            "as_of",
+            "When the question is asked (Unix ms; default now): time words in `q` (yesterday, two weeks ago, in May) are resolved against it.",
+            json!({"type": "integer", "format": "int64", "minimum": 0}),
+        ),
     ];
     search_params.shrink_to_fit();
     let mut session_list = vec![
@@ -181,7 +191,7 @@ pub fn document() -> Value {
         query(
             "kind",
             "Only this kind.",
-            json!({"type": "string", "enum": ["error", "fix", "decision", "preference", "architecture", "procedure", "reflection"]}),
+            json!({"type": "string", "enum": crate::rest::PATTERN_KINDS}),
         ),
         query(
             "min_occurrences",
@@ -213,7 +223,7 @@ pub fn document() -> Value {
             "occurred_at_ms": {"type": "integer", "format": "int64", "minimum": 1},
             "kind": {"type": "string", "enum": crate::events::KINDS},
             "host_event": text(100),
-            "text": {"type": "string", "description": "Prompt, memory, notification or reply text; required for prompt, memory and notification."},
+            "text": {"type": "string", "description": "Prompt, memory, notification or reply text, or a workflow's situation; required for prompt, memory, notification and workflow."},
             "title": text(500),
             "tool_name": {"type": "string", "maxLength": 200, "description": "Required for pre_tool, post_tool and tool_failure."},
             "tool_use_id": {"type": "string"},
@@ -225,6 +235,8 @@ pub fn document() -> Value {
             "trigger": {"type": "string"},
             "concepts": {"type": "array", "maxItems": 50, "items": text(500)},
             "files": {"type": "array", "maxItems": 50, "items": text(500)},
+            "steps": {"type": "array", "maxItems": 50, "items": text(500), "description": "A workflow's steps in order, as they would be run again; required for workflow."},
+            "outcome": {"type": "string", "enum": ["success", "failure"], "description": "A workflow's outcome; required for workflow."},
         }
     });
 
@@ -338,7 +350,8 @@ pub fn document() -> Value {
             }},
             "/v1/openapi.json": {"get": operation("openapi", "This document.", json!([]), ("200", ok("OpenAPI 3.1.", object())), &[], false)},
             "/v1/search": {"get": operation("search", "Step 1 of 3: a compact index of matching memory items.", json!(search_params),
-                ("200", ok("Hits, best first.", json!({"type": "object", "properties": {"mode": {"type": "string"}, "hits": {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}}}}))), &read_errors, false)},
+                ("200", ok("Hits, best first; with group=session, the sessions too.", json!({"type": "object", "properties": {"mode": {"type": "string"}, "hits": {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}},
+                    "sessions": {"type": "array", "items": {"type": "object", "properties": {"session_id": {"type": "string"}, "project": {"type": "string"}, "score": {"type": "number"}, "hits": {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}}}}}}}))), &read_errors, false)},
             "/v1/timeline/{id}": {"get": operation("timeline", "Step 2 of 3: the items around one item in its session.",
                 json!([path_id("id", item_id.clone()), query("radius", "Items before and after.", json!({"type": "integer", "minimum": 0, "maximum": 50, "default": 5}))]),
                 ("200", ok("Items in order; `anchor` is the index of the one asked about.", json!({"type": "object", "properties": {"anchor": {"type": "integer"}, "items": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}}}}))),

@@ -221,6 +221,8 @@ struct SearchQuery {
     limit: Option<u32>,
     min_relevance: Option<f64>,
     boost_project: Option<bool>,
+    group: Option<String>,
+    as_of: Option<i64>,
 }
 
 /// Build retrieval's search request from query parameters (shared with the MCP tools).
@@ -252,7 +254,18 @@ pub fn search_request(query: SearchParams) -> ApiResult<proto::SearchRequest> {
             "min_relevance must be between 0 and 1",
         ));
     }
-    for (name, value) in [("since", query.since), ("until", query.until)] {
+    let group = query.group.unwrap_or_default();
+    if !matches!(group.as_str(), "" | "session") {
+        return Err(ApiError::invalid(
+            "invalid_parameter",
+            "group must be session",
+        ));
+    }
+    for (name, value) in [
+        ("since", query.since),
+        ("until", query.until),
+        ("as_of", query.as_of),
+    ] {
         if value.is_some_and(|v| v < 0) {
             return Err(ApiError::invalid(
                 "invalid_parameter",
@@ -274,6 +287,8 @@ pub fn search_request(query: SearchParams) -> ApiResult<proto::SearchRequest> {
         mode,
         min_relevance,
         boost_project: query.boost_project,
+        group,
+        as_of_ms: query.as_of.unwrap_or(0),
     })
 }
 
@@ -293,6 +308,10 @@ pub struct SearchParams {
     pub limit: Option<u32>,
     pub min_relevance: Option<f64>,
     pub boost_project: bool,
+    /// `session` to answer with sessions rather than items.
+    pub group: Option<String>,
+    /// When the question is asked (Unix ms), for the time words in it.
+    pub as_of: Option<i64>,
 }
 
 /// Ask retrieval to search, and turn its answer into JSON.
@@ -306,11 +325,30 @@ pub async fn run_search(state: &State, request: proto::SearchRequest) -> ApiResu
             reply.error
         )));
     }
-    Ok(json!({
+    let mut found = json!({
         "query": request.query,
         "mode": reply.mode,
         "hits": reply.hits.iter().map(hit_json).collect::<Vec<_>>(),
-    }))
+    });
+    if request.group == "session" {
+        found["sessions"] = Value::Array(session_groups(&reply.hits));
+    }
+    Ok(found)
+}
+
+/// The hits of a search grouped by session, which retrieval sends session by session (each
+/// session's hits together, best session first, every hit with its session's score).
+pub fn session_groups(hits: &[proto::SearchHit]) -> Vec<Value> {
+    hits.chunk_by(|a, b| a.session_id == b.session_id)
+        .map(|run| {
+            json!({
+                "session_id": run[0].session_id,
+                "project": run[0].project,
+                "score": finite(run[0].score),
+                "hits": run.iter().map(hit_json).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
 }
 
 async fn search(state: AppState, Query(query): Query<SearchQuery>) -> ApiResult<Json<Value>> {
@@ -328,6 +366,8 @@ async fn search(state: AppState, Query(query): Query<SearchQuery>) -> ApiResult<
         limit: query.limit,
         min_relevance: query.min_relevance,
         boost_project: query.boost_project.unwrap_or(false),
+        group: query.group,
+        as_of: query.as_of,
     };
     let request = search_request(params)?;
     Ok(Json(run_search(&state, request).await?))
@@ -661,13 +701,15 @@ struct PatternsQuery {
     offset: Option<u32>,
 }
 
-const PATTERN_KINDS: [&str; 7] = [
+/// The kinds of pattern the pattern service finds.
+pub const PATTERN_KINDS: [&str; 8] = [
     "error",
     "fix",
     "decision",
     "preference",
     "architecture",
     "procedure",
+    "workflow",
     "reflection",
 ];
 

@@ -120,6 +120,9 @@ pub struct Pattern {
     /// The project it was last seen in; every project it was seen in has an occurrence.
     pub project: String,
     pub occurrences: i64,
+    /// A workflow's runs that failed (its `occurrences` are the runs that worked); 0 for the
+    /// other kinds.
+    pub failures: i64,
     pub sessions: i64,
     pub first_seen_at_ms: i64,
     pub last_seen_at_ms: i64,
@@ -127,8 +130,10 @@ pub struct Pattern {
     pub files: JsonList,
 }
 
-const PATTERN_COLUMNS: &str = "id, kind, title, text, project, occurrences, sessions,
-    first_seen_at AS first_seen_at_ms, last_seen_at AS last_seen_at_ms, files";
+const PATTERN_COLUMNS: &str = "id, kind, title, text, project, occurrences,
+    (SELECT count(DISTINCT observation_id) FROM pattern_occurrences f
+     WHERE f.pattern_id = patterns.id AND f.role = 'failure') AS failures,
+    sessions, first_seen_at AS first_seen_at_ms, last_seen_at AS last_seen_at_ms, files";
 
 /// A page of patterns.
 #[derive(Debug, Clone, Serialize)]

@@ -199,7 +199,7 @@ async fn derived_rows_answer_in_the_shape_the_api_always_sent() {
     );
     let pattern = json!({
         "id": 4, "kind": "decision", "title": "use sqlx", "text": "We use sqlx.",
-        "project": "/p", "occurrences": 2, "sessions": 1, "first_seen_at_ms": now,
+        "project": "/p", "occurrences": 2, "failures": 0, "sessions": 1, "first_seen_at_ms": now,
         "last_seen_at_ms": now + 1, "files": ["/p/Cargo.toml"],
     });
     assert_sent(

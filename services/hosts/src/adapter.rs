@@ -427,6 +427,10 @@ fn for_each_large_field(event: &mut Event, mut f: impl FnMut(&mut String)) {
         Some(Payload::Unknown(u)) => f(&mut u.raw_json),
         Some(Payload::Invalid(i)) => f(&mut i.excerpt),
         Some(Payload::Memory(m)) => f(&mut m.text),
+        Some(Payload::Workflow(w)) => {
+            f(&mut w.situation);
+            f(&mut w.reason);
+        }
         Some(Payload::SessionStart(_) | Payload::SessionEnd(_)) | None => {}
     }
 }

@@ -128,6 +128,26 @@ pub fn build_observation(event: &Event, sanitizer: &Sanitizer) -> Observation {
             }
             (title, text)
         }
+        Some(Payload::Workflow(w)) => {
+            let situation = clean(sanitizer, &mut report, &w.situation);
+            let failed = w.outcome == "failure";
+            let title = format!(
+                "workflow {}: {}",
+                if failed { "failed" } else { "worked" },
+                first_line(&situation)
+            );
+            // The steps, the outcome and its reason travel in `input`, where the pattern
+            // service reads a reported run the way it reads a run it found in a session.
+            let mut run = json!({
+                "steps": w.steps,
+                "outcome": if failed { "failure" } else { "success" },
+                "reason": w.reason,
+                "files": w.files,
+            });
+            report.merge(sanitizer.clean_json(&mut run));
+            input = Some(run.to_string());
+            (title, situation)
+        }
         // Invalid payloads never reach this point: the worker dead-letters them.
         Some(Payload::Invalid(_)) | None => (
             format!("{} event", or(&event.host_event, "unknown")),

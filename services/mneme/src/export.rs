@@ -2,7 +2,8 @@
 //! JSON lines, is in [`crate::backup`]).
 //!
 //! `MEMORY.md` holds the project's stable facts: decisions, architecture choices, preferences,
-//! recurring errors and their fixes, procedures, lessons, and the files most worked on.
+//! recurring errors and their fixes, procedures, workflows (steps that worked, with how often
+//! they worked and failed), lessons, and the files most worked on.
 //! `HISTORY.md` holds one line per session. Both are regenerated from the store between
 //! `<!-- mneme:begin -->` and `<!-- mneme:end -->` markers: text a person wrote outside them is
 //! kept, the block is replaced whole (so nothing is ever listed twice), and running the export
@@ -233,6 +234,7 @@ async fn memory_block(pool: &sqlx::SqlitePool, project: &str) -> anyhow::Result<
         ("error", "Recurring errors"),
         ("fix", "Fixes"),
         ("procedure", "Procedures"),
+        ("workflow", "Workflows"),
         ("reflection", "Lessons"),
     ];
     let mut seen = std::collections::BTreeSet::new();
@@ -242,12 +244,22 @@ async fn memory_block(pool: &sqlx::SqlitePool, project: &str) -> anyhow::Result<
             .filter(|p| p.kind == kind)
             .filter(|p| seen.insert(p.text.to_lowercase()))
             .map(|p| {
-                let counts = if p.occurrences > 1 {
+                // A workflow's text says how often it worked and failed.
+                let counts = if p.occurrences > 1 && kind != "workflow" {
                     format!(" (seen {} times in {} sessions)", p.occurrences, p.sessions)
                 } else {
                     String::new()
                 };
-                if matches!(kind, "decision" | "architecture" | "preference") {
+                if kind == "workflow" {
+                    // The title is the situation; the steps and the record follow, a line each.
+                    let rest: Vec<String> = p
+                        .text
+                        .lines()
+                        .filter(|l| !l.starts_with("When asked:") && !l.trim().is_empty())
+                        .map(|l| format!("  {}", one_line(l)))
+                        .collect();
+                    format!("- **{}**\n{}", one_line(&p.title), rest.join("\n"))
+                } else if matches!(kind, "decision" | "architecture" | "preference") {
                     format!("- {}{counts}", one_line(&p.text))
                 } else {
                     format!(

@@ -45,15 +45,29 @@ pub struct SearchArgs {
     /// hybrid, fts or vector.
     #[arg(long, default_value = "hybrid")]
     mode: String,
-    /// At most this many results.
+    /// At most this many results (sessions, with --group session).
     #[arg(long, default_value_t = 10)]
     limit: u32,
+    /// session: which sessions dealt with this, ranked by the evidence each holds, each with
+    /// its best hits.
+    #[arg(long, value_parser = ["session"])]
+    group: Option<String>,
+    /// When the question is asked (RFC 3339, such as 2026-02-12T15:00:00Z; default now): time
+    /// words in the query (yesterday, two weeks ago, in May) are read against it.
+    #[arg(long)]
+    as_of: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
 }
 
 pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
+    let as_of_ms = match args.as_of.as_deref() {
+        None => 0,
+        Some(text) => common::time::parse_rfc3339_ms(text.trim()).with_context(|| {
+            format!("--as-of {text:?} is not an RFC 3339 time such as 2026-02-12T15:00:00Z")
+        })?,
+    };
     let request = proto::SearchRequest {
         query: args.query.join(" "),
         project: args.project.clone().unwrap_or_default(),
@@ -76,6 +90,8 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
             .transpose()?
             .unwrap_or(0),
         mode: args.mode.clone(),
+        group: args.group.clone().unwrap_or_default(),
+        as_of_ms,
         ..Default::default()
     };
     let answered = ask::<proto::SearchReply>(
@@ -101,33 +117,65 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
     if !reply.error.is_empty() {
         anyhow::bail!("search failed: {}", reply.error);
     }
-    if args.json {
-        let hits: Vec<Value> = reply
+    // Retrieval sends a grouped answer session by session: each session's hits together.
+    let grouped = request.group == retrieval::search::GROUP_SESSION;
+    let sessions: Vec<&[proto::SearchHit]> = if grouped {
+        reply
             .hits
-            .iter()
-            .map(|h| {
-                json!({"id": h.id, "session_id": h.session_id, "project": h.project,
-                    "kind": h.kind, "title": h.title, "snippet": h.snippet,
-                    "occurred_at_ms": h.occurred_at_ms, "score": h.score,
-                    "relevance": h.relevance, "found_by": h.found_by})
-            })
-            .collect();
-        let out = json!({"query": request.query, "mode": reply.mode, "hits": hits});
+            .chunk_by(|a, b| a.session_id == b.session_id)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if args.json {
+        let hit_json = |h: &proto::SearchHit| {
+            json!({"id": h.id, "session_id": h.session_id, "project": h.project,
+                "kind": h.kind, "title": h.title, "snippet": h.snippet,
+                "occurred_at_ms": h.occurred_at_ms, "score": h.score,
+                "relevance": h.relevance, "found_by": h.found_by})
+        };
+        let hits: Vec<Value> = reply.hits.iter().map(hit_json).collect();
+        let mut out = json!({"query": request.query, "mode": reply.mode, "hits": hits});
+        if grouped {
+            out["sessions"] = sessions
+                .iter()
+                .map(|run| {
+                    json!({"session_id": run[0].session_id, "project": run[0].project,
+                        "score": run[0].score,
+                        "hits": run.iter().map(hit_json).collect::<Vec<_>>()})
+                })
+                .collect();
+        }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     if reply.hits.is_empty() {
         println!("no results for {:?} ({})", request.query, reply.mode);
     }
-    for hit in reply.hits {
+    let print_hit = |hit: &proto::SearchHit, indent: &str| {
         println!(
-            "#{:<6} {} {:<10} {}",
+            "{indent}#{:<6} {} {:<10} {}",
             hit.id,
             common::time::utc_day(hit.occurred_at_ms),
             hit.kind,
             hit.title
         );
-        println!("        {}", hit.snippet);
+        println!("{indent}        {}", hit.snippet);
+    };
+    if grouped {
+        for run in sessions {
+            println!(
+                "session {} ({}) score {:.3}",
+                run[0].session_id, run[0].project, run[0].score
+            );
+            for hit in run {
+                print_hit(hit, "  ");
+            }
+        }
+        return Ok(());
+    }
+    for hit in &reply.hits {
+        print_hit(hit, "");
     }
     Ok(())
 }

@@ -102,7 +102,7 @@ pub(crate) async fn observations_after(
              0 AS body_chars, occurred_at
          FROM observations
          WHERE session_id = ? AND id > ? AND id <= ?
-           AND kind IN ('post_tool', 'tool_failure', 'prompt', 'session_end')
+           AND kind IN ('post_tool', 'tool_failure', 'prompt', 'stop', 'session_end', 'workflow')
          ORDER BY id",
     )
     .bind(session_id)
@@ -112,9 +112,32 @@ pub(crate) async fn observations_after(
     .await
 }
 
-/// The tool calls of a session strictly between two observations (at most 200), without
-/// their bodies and outputs.
-pub(crate) async fn tool_calls_between(
+/// The session's prompts before an observation, newest first (at most `limit`), for the
+/// situation a turn answers.
+pub(crate) async fn prompts_before(
+    tx: &mut SqliteConnection,
+    session_id: &str,
+    before: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<Observation>> {
+    sqlx::query_as(
+        "SELECT id, session_id, project, kind, tool_name, title, substr(body, 1, 2000) AS body,
+             NULL AS input, NULL AS output, 0 AS body_chars, occurred_at
+         FROM observations
+         WHERE session_id = ? AND id < ? AND kind = 'prompt'
+         ORDER BY id DESC LIMIT ?",
+    )
+    .bind(session_id)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(&mut *tx)
+    .await
+}
+
+/// The tool calls of a session strictly between two observations (a turn, from its prompt to
+/// what closed it; a failure and its fix), failures included, with the start of their inputs
+/// and outputs; at most 400.
+pub(crate) async fn turn_calls(
     tx: &mut SqliteConnection,
     session_id: &str,
     after: i64,
@@ -122,16 +145,58 @@ pub(crate) async fn tool_calls_between(
 ) -> sqlx::Result<Vec<Observation>> {
     sqlx::query_as(
         "SELECT id, session_id, project, kind, tool_name, title, '' AS body,
-             substr(input, 1, 2000) AS input, NULL AS output, 0 AS body_chars, occurred_at
+             substr(input, 1, 2000) AS input, substr(output, 1, 1000) AS output,
+             0 AS body_chars, occurred_at
          FROM observations
-         WHERE session_id = ? AND id > ? AND id < ? AND kind = 'post_tool'
-         ORDER BY id LIMIT 200",
+         WHERE session_id = ? AND id > ? AND id < ? AND kind IN ('post_tool', 'tool_failure')
+         ORDER BY id LIMIT 400",
     )
     .bind(session_id)
     .bind(after)
     .bind(before)
     .fetch_all(&mut *tx)
     .await
+}
+
+/// What a workflow remembers between its runs (its signature), and how many runs worked and
+/// failed, with whether this observation was already counted in `role`; `None` for a workflow
+/// not seen before.
+pub(crate) async fn workflow_so_far(
+    tx: &mut SqliteConnection,
+    hash: &str,
+    observation_id: i64,
+    role: &str,
+) -> sqlx::Result<Option<(String, i64, i64, bool)>> {
+    sqlx::query_as(
+        "SELECT p.signature,
+             (SELECT count(DISTINCT observation_id) FROM pattern_occurrences
+              WHERE pattern_id = p.id AND role = 'success'),
+             (SELECT count(DISTINCT observation_id) FROM pattern_occurrences
+              WHERE pattern_id = p.id AND role = 'failure'),
+             EXISTS (SELECT 1 FROM pattern_occurrences
+                     WHERE pattern_id = p.id AND observation_id = ?2 AND role = ?3)
+         FROM patterns p WHERE p.hash = ?1",
+    )
+    .bind(hash)
+    .bind(observation_id)
+    .bind(role)
+    .fetch_optional(&mut *tx)
+    .await
+}
+
+/// Replace a pattern's signature (a workflow keeps its last working steps and last failure
+/// there).
+pub(crate) async fn set_signature(
+    tx: &mut SqliteConnection,
+    id: i64,
+    signature: &serde_json::Value,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE patterns SET signature = ? WHERE id = ?")
+        .bind(signature.to_string())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
 }
 
 /// Remember a failure under its signature (once per observation).
@@ -331,7 +396,7 @@ fn counted_role(kind: &str) -> &'static str {
     match kind {
         "error" => "error",
         "fix" => "fix",
-        "procedure" => "success",
+        "procedure" | "workflow" => "success",
         "reflection" => "reflection",
         _ => "statement",
     }

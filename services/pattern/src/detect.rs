@@ -63,8 +63,12 @@ fn subject(tool: &str, command: &str, file: &str) -> String {
     }
 }
 
-fn is_shell(tool: &str) -> bool {
-    matches!(tool, "Bash" | "Shell" | "run_shell_command")
+/// Whether a tool runs shell commands, in any host's vocabulary.
+pub fn is_shell(tool: &str) -> bool {
+    matches!(
+        tool,
+        "Bash" | "Shell" | "run_shell_command" | "execute_bash" | "shell" | "local_shell"
+    )
 }
 
 fn input(raw: &Observation) -> Value {

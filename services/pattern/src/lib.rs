@@ -8,13 +8,18 @@
 //! - procedure: the steps between such a failure and its fix;
 //! - decision, preference, architecture: statements in prompts ("let's use", "we decided",
 //!   "prefer X over Y", "always/never", 我们决定, 总是 …);
-//! - reflection: at session end, what kept failing and was never fixed.
+//! - reflection: at session end, what kept failing and was never fixed, with the request it
+//!   happened under;
+//! - workflow: what a turn did that changed something (commands and edits, reads and failed
+//!   tries left out), counted as a success or a failure of the same workflow each time it runs
+//!   again ([`workflow`]), and runs reported on purpose (`record_workflow`).
 //!
 //! Each pattern has a stable hash, occurrence counts, first and last session, related files and
 //! observations; every change is announced on `mneme.pattern.updated` (stream `MNEME_PATTERN`).
 //!
 //! Writes: `patterns`, `pattern_occurrences`, `pattern_failures`, `pattern_sessions`. Reads
-//! ingest's `observations`.
+//! ingest's `observations`. A workflow's runs are its occurrences with the role `success` or
+//! `failure`; its signature keeps the steps of the last run that worked and the last failure.
 //!
 //! Invariants: a notice is acked only after its patterns are committed; a session's cursor
 //! and the occurrence keys make a redelivered notice change nothing.
@@ -23,6 +28,7 @@ pub mod db;
 pub mod detect;
 pub mod walk;
 mod worker;
+pub mod workflow;
 
 use anyhow::Context as _;
 use common::CommonArgs;

@@ -136,7 +136,10 @@ async fn sync_capabilities(
         .sync(&searcher.pool, searcher.vectors.as_deref(), request)
         .await
     {
-        Ok(reply) => reply,
+        Ok(reply) => {
+            answers.capabilities.warm(searcher.vectors.as_deref()).await;
+            reply
+        }
         Err(error) => proto::SyncCapabilitiesReply {
             error: format!("capabilities sync failed: {error:#}"),
             ..Default::default()

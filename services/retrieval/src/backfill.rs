@@ -139,8 +139,41 @@ impl Vectors {
         let Some(last) = rows.last().map(|r| r.id) else {
             return Ok(0);
         };
+        self.embed_rows(pool, &rows).await?;
+        sqlx::query("UPDATE vector_spaces SET embedded_upto = ? WHERE model = ?")
+            .bind(last)
+            .bind(&self.space.model)
+            .execute(pool)
+            .await?;
+        self.embedded_upto.store(last, Ordering::Release);
+        Ok(rows.len())
+    }
+
+    /// Embed these items now, ahead of the backlog: what mneme distilled (patterns, workflows
+    /// among them) is worth finding by meaning as soon as it exists, and there are few of them.
+    /// The backfill reaches them later too and finds their vectors in the cache.
+    pub async fn embed_items(&self, pool: &SqlitePool, ids: &[i64]) -> anyhow::Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let marks = vec!["?"; ids.len()].join(", ");
+        let sql = format!(
+            "SELECT id, title, text, context, text_hash, project, kind, session_id, occurred_at
+             FROM memory_items WHERE id IN ({marks})"
+        );
+        let mut query = sqlx::query_as::<_, EmbedRow>(sqlx::AssertSqlSafe(sql));
+        for id in ids {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(pool).await?;
+        self.embed_rows(pool, &rows).await
+    }
+
+    /// Vectors for these rows, from the cache or the model (each text once), written to the
+    /// cache and the index.
+    async fn embed_rows(&self, pool: &SqlitePool, rows: &[EmbedRow]) -> anyhow::Result<()> {
         let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(rows.len());
-        for row in &rows {
+        for row in rows {
             let cached: Option<(Vec<u8>,)> = sqlx::query_as(
                 "SELECT vector FROM embedding_cache WHERE model = ? AND text_hash = ?",
             )
@@ -216,14 +249,7 @@ impl Vectors {
                 })
             })
             .collect();
-        self.index.upsert(&self.space, &points).await?;
-        sqlx::query("UPDATE vector_spaces SET embedded_upto = ? WHERE model = ?")
-            .bind(last)
-            .bind(&self.space.model)
-            .execute(pool)
-            .await?;
-        self.embedded_upto.store(last, Ordering::Release);
-        Ok(rows.len())
+        self.index.upsert(&self.space, &points).await
     }
 
     /// Embed until level, then wait for new items, until `shutdown`. Model errors are logged

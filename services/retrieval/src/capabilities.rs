@@ -7,8 +7,10 @@
 //! intents it serves, in a user's words); a prompt's semantic score is its best cosine with any
 //! of them. A small lexical score adds the share of the entry's distinctive words (its name,
 //! its command) that the prompt uses, which tells `cargo nextest` from `make test` when the
-//! prompt names one. Two-stage matching ranks categories first (each embedded from its
-//! description and its members' names) and keeps the capabilities of the best few.
+//! prompt names one; it ranks, but whether to inject at all is decided on the semantic score
+//! alone, held back by the prompt's likeness to ordinary requests. Two-stage matching ranks
+//! categories first (each embedded from its description and its members' names) and keeps the
+//! capabilities of the best few.
 //! `mneme-bench capabilities` measures both on a labelled set, and chose the constants below on
 //! its development split.
 
@@ -22,17 +24,21 @@ use std::sync::RwLock;
 /// Said before a prompt embedded with the instruction prefix.
 pub const INSTRUCTION: &str = "Which tool, command or skill fits this request: ";
 
-/// What the best capability's score, less [`ORDINARY_WEIGHT`] times the prompt's likeness to
-/// an ordinary request, must reach for anything to be injected (chosen on the development
-/// split of `mneme-bench capabilities`: the best hit@3 there at no more than 5% false
-/// injection).
-pub const THRESHOLD: f32 = 0.54;
+/// What the best capability's semantic score (its best cosine, without the lexical part),
+/// less [`ORDINARY_WEIGHT`] times the prompt's likeness to an ordinary request, must reach for
+/// anything to be injected. `mneme-bench capabilities` chose it with [`ORDINARY_WEIGHT`] and
+/// [`RUNNER_UP_MARGIN`] by a grid search on the development split of its labelled set (weight
+/// 0 to 1.2 by 0.05, threshold 0.2 to 0.8 by 0.01, margin 0.05 to 0.3): the best hit@3 there at
+/// no more than 5% false injection, ties going to fewer injections. It prints the search's
+/// result on each run, so a change of model or anchors shows when these go stale.
+pub const THRESHOLD: f32 = 0.45;
 /// How much a prompt's likeness to an ordinary coding request ([`ORDINARY_REQUESTS`]) counts
 /// against injecting (chosen with [`THRESHOLD`]).
-pub const ORDINARY_WEIGHT: f32 = 0.25;
+pub const ORDINARY_WEIGHT: f32 = 0.35;
 /// Once the best clears the threshold, the others injected with it are within this of its
-/// score.
-pub const RUNNER_UP_MARGIN: f32 = 0.1;
+/// score (chosen with [`THRESHOLD`]: the near-duplicates a prompt cannot tell apart come
+/// together, and [`LIMIT`] bounds them).
+pub const RUNNER_UP_MARGIN: f32 = 0.3;
 /// How much the lexical score adds at most.
 pub const LEXICAL_WEIGHT: f32 = 0.15;
 /// Capabilities injected with one prompt at most.
@@ -44,39 +50,63 @@ pub const CATEGORIES: usize = 3;
 pub const LEXICAL_THRESHOLD: f32 = 0.99;
 
 /// Requests a coding agent gets all day that no capability serves: reading, explaining and
-/// writing code by hand. A prompt closer to one of these than to any capability's trigger asks
-/// the agent to do the work itself, even when it shares words with a capability ("write a test
-/// for parse_date" is not "run the tests"), so nothing is injected. Written for any registry,
-/// not for the evaluation's.
+/// writing code by hand, and questions about code or ideas. A prompt closer to one of these
+/// than to any capability's trigger asks the agent to do the work itself, even when it shares
+/// words with a capability ("write a test for parse_date" is not "run the tests"), so nothing
+/// is injected. Written for any registry, not for the evaluation's: each names a kind of work
+/// (explain, compare, refactor, edit, document, test by hand) with no project's nouns in it.
 const ORDINARY_REQUESTS: &[&str] = &[
+    // Understanding code and ideas.
     "explain what this code does",
+    "walk me through how this module works",
+    "what does this function return when the input is empty",
+    "why is this written this way",
     "why does this function return the wrong value",
-    "refactor this function to make it shorter",
-    "rename this variable everywhere in the file",
-    "add a comment explaining this block",
-    "fix the typo in this sentence",
-    "write a unit test for this function",
-    "what does this error message mean",
-    "how does this algorithm work",
-    "make this code more readable",
-    "convert this loop into an iterator chain",
-    "add type annotations to these functions",
     "what is the difference between these two approaches",
-    "implement a function that parses dates",
-    "add a new field to this struct",
-    "simplify this condition",
-    "extract this logic into a helper function",
-    "why is this code slow",
+    "when should I use one of these over the other",
+    "is this approach better than the alternative",
+    "how does this algorithm work",
+    "what does this error message mean",
     "what does this regular expression match",
-    "translate this snippet to Python",
-    "handle the error case here",
-    "write documentation comments for this module",
-    "summarise what this file is for",
-    "is this code thread safe",
-    "remove the dead code in this file",
-    "split this file into smaller modules",
+    "what does this keyword do in this language",
     "what does this function name mean",
+    "is this code thread safe",
+    "why is this code slow",
+    "summarise what this file is for",
     "review the logic of this change",
+    // Reshaping code.
+    "refactor this function to make it shorter",
+    "make this code more readable",
+    "simplify this condition",
+    "convert this loop into an iterator chain",
+    "extract this logic into a helper function",
+    "split this file into smaller modules",
+    "make this function generic over the input type",
+    "rename this variable everywhere in the file",
+    "rename this function and update its callers",
+    "remove the dead code in this file",
+    "delete the unused imports",
+    "translate this snippet to Python",
+    // Writing code by hand.
+    "add a new field to this struct",
+    "add a parameter to this function",
+    "change the return type of this function",
+    "add error handling for the failure case here",
+    "handle the error case here",
+    "add logging to this function",
+    "add input validation to this handler",
+    "implement a function that parses dates",
+    "write a function that removes duplicates from a list",
+    "add a method to this class",
+    "add type annotations to these functions",
+    "format this date as a string",
+    "sort this list by name",
+    "write a unit test for this function",
+    // Words about the code.
+    "add a comment explaining this block",
+    "write documentation comments for this module",
+    "fix the typo in this sentence",
+    "update the wording of this error message",
 ];
 
 /// Words too common in requests to tell capabilities apart.
@@ -195,6 +225,23 @@ fn words(text: &str) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The share of a capability's distinctive words (`words`, from [`distinctive_words`]) that
+/// the prompt's words contain.
+fn lexical_share(words: &[String], prompt_words: &HashSet<String>) -> f32 {
+    if words.is_empty() {
+        0.0
+    } else {
+        words.iter().filter(|w| prompt_words.contains(*w)).count() as f32 / words.len() as f32
+    }
+}
+
+/// The lexical part of `capability`'s score for `prompt` (before [`LEXICAL_WEIGHT`]), so a
+/// benchmark can tell a candidate's semantic score from its whole score.
+pub fn lexical(capability: &Capability, prompt: &str) -> f32 {
+    let prompt_words: HashSet<String> = words(prompt).into_iter().collect();
+    lexical_share(&distinctive_words(capability), &prompt_words)
 }
 
 fn distinctive_words(capability: &Capability) -> Vec<String> {
@@ -485,6 +532,34 @@ impl Registry {
                 .is_some_and(|rest| rest.starts_with('/'))
     }
 
+    /// The vectors of [`ORDINARY_REQUESTS`], embedded the first time they are needed.
+    async fn anchors(&self, vectors: &Vectors) -> anyhow::Result<&Vec<Vec<f32>>> {
+        self.ordinary
+            .get_or_try_init(|| async {
+                vectors
+                    .embedder
+                    .embed(ORDINARY_REQUESTS.iter().map(|s| (*s).to_owned()).collect())
+                    .await
+            })
+            .await
+    }
+
+    /// Embed what matching needs besides the prompt, when there is anything to match, so the
+    /// first prompt after a start or a sync does not pay for it inside the hook's wait.
+    pub async fn warm(&self, vectors: Option<&Vectors>) {
+        let empty = self
+            .held
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .is_empty();
+        if let (Some(vectors), false) = (vectors, empty)
+            && let Err(error) = self.anchors(vectors).await
+        {
+            tracing::warn!(error = %format!("{error:#}"), "could not embed the ordinary requests");
+        }
+    }
+
     /// The capabilities that fit `prompt` in `project`, best first.
     pub async fn matches(
         &self,
@@ -493,7 +568,14 @@ impl Registry {
         project: &str,
         matching: Matching,
     ) -> anyhow::Result<Found> {
-        if prompt.trim().is_empty() {
+        let empty = self
+            .held
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .is_empty();
+        // With nothing registered nothing can match: the prompt is not even embedded here.
+        if prompt.trim().is_empty() || empty {
             return Ok(Found {
                 matches: Vec::new(),
                 ordinary: 0.0,
@@ -511,18 +593,12 @@ impl Registry {
             None => None,
         };
         let ordinary = match (vectors, &query) {
-            (Some(vectors), Some(q)) => {
-                let anchors = self
-                    .ordinary
-                    .get_or_try_init(|| async {
-                        vectors
-                            .embedder
-                            .embed(ORDINARY_REQUESTS.iter().map(|s| (*s).to_owned()).collect())
-                            .await
-                    })
-                    .await?;
-                anchors.iter().map(|a| dot(q, a)).fold(0.0, f32::max)
-            }
+            (Some(vectors), Some(q)) => self
+                .anchors(vectors)
+                .await?
+                .iter()
+                .map(|a| dot(q, a))
+                .fold(0.0, f32::max),
             _ => 0.0,
         };
         let prompt_words: HashSet<String> = words(prompt).into_iter().collect();
@@ -546,7 +622,12 @@ impl Registry {
             }
             _ => None,
         };
-        let mut scored: Vec<(f32, &Entry)> = held
+        // Each candidate's score ranks it; the best semantic score alone decides whether to
+        // inject at all, since words shared with a capability's name are as common in prompts
+        // that need none ("fix the typo in the Makefile comment") as in those that need it.
+        let mut best_semantic = f32::MIN;
+        let mut scored: Vec<(f32, &Entry)> = Vec::new();
+        for e in held
             .entries
             .iter()
             .filter(|e| Self::applies(&e.scope, project))
@@ -555,39 +636,40 @@ impl Registry {
                     kept.contains(&(e.scope.as_str(), e.capability.category.as_str()))
                 })
             })
-            .map(|e| {
-                let lexical = if e.words.is_empty() {
-                    0.0
-                } else {
-                    e.words.iter().filter(|w| prompt_words.contains(*w)).count() as f32
-                        / e.words.len() as f32
-                };
-                let score = match &query {
-                    Some(q) if !e.vectors.is_empty() => {
-                        let semantic = e.vectors.iter().map(|v| dot(q, v)).fold(f32::MIN, f32::max);
-                        semantic + LEXICAL_WEIGHT * lexical
-                    }
-                    _ => lexical,
-                };
-                (score, e)
-            })
-            .collect();
+        {
+            let lexical = lexical_share(&e.words, &prompt_words);
+            let score = match &query {
+                Some(q) if !e.vectors.is_empty() => {
+                    let semantic = e.vectors.iter().map(|v| dot(q, v)).fold(f32::MIN, f32::max);
+                    best_semantic = best_semantic.max(semantic);
+                    semantic + LEXICAL_WEIGHT * lexical
+                }
+                _ => lexical,
+            };
+            scored.push((score, e));
+        }
         scored.sort_by(|a, b| {
             b.0.total_cmp(&a.0)
                 .then_with(|| a.1.capability.id.cmp(&b.1.capability.id))
         });
         // Zero means the default; a negative score returns every candidate (the bench).
         if matching.min_score >= 0.0 {
-            let threshold = match (&query, matching.min_score == 0.0) {
-                (Some(_), true) => THRESHOLD,
-                (None, true) => LEXICAL_THRESHOLD,
+            let semantic = query.is_some() && best_semantic > f32::MIN;
+            let threshold = match (semantic, matching.min_score == 0.0) {
+                (true, true) => THRESHOLD,
+                (false, true) => LEXICAL_THRESHOLD,
                 (_, false) => matching.min_score,
             };
             // Whether to inject at all is decided on the best candidate, held back by how
             // much the prompt reads like work the agent does itself; the rest come with it
             // when they are nearly as good.
             let best = scored.first().map_or(f32::MIN, |(score, _)| *score);
-            if best - ORDINARY_WEIGHT * ordinary < threshold {
+            let decisive = if semantic {
+                best_semantic - ORDINARY_WEIGHT * ordinary
+            } else {
+                best
+            };
+            if decisive < threshold {
                 scored.clear();
             }
             scored.retain(|(score, _)| *score >= best - RUNNER_UP_MARGIN);
@@ -679,6 +761,19 @@ mod tests {
             words("Run cargo nextest for the API"),
             vec!["api".to_owned(), "cargo".to_owned(), "nextest".to_owned()]
         );
+    }
+
+    #[test]
+    fn the_lexical_share_counts_the_distinctive_words_a_prompt_uses() {
+        let nextest = Capability {
+            id: "cargo-nextest".into(),
+            name: "cargo nextest run".into(),
+            invoke: "cargo nextest run --workspace".into(),
+            ..Default::default()
+        };
+        // Its distinctive words are cargo, nextest and workspace ("run" is too common).
+        assert!((lexical(&nextest, "run cargo nextest on it") - 2.0 / 3.0).abs() < 1e-6);
+        assert_eq!(lexical(&nextest, "explain this regex"), 0.0);
     }
 
     #[test]

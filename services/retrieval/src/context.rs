@@ -315,8 +315,14 @@ async fn prompt(
         min_relevance: config.min_relevance,
         ..SearchRequest::default()
     };
-    let (mut hits, _) = searcher.search(&search).await?;
+    // Workflows that worked for a request like this one come first, ahead of memory that
+    // merely mentions it, each once. Both searches run at once: the hook waits for them.
+    let ((mut hits, _), workflows) = tokio::try_join!(
+        searcher.search(&search),
+        workflows(searcher, config, request)
+    )?;
     prefer_written_over_raw(&mut hits);
+    hits.retain(|hit| !workflows.iter().any(|w| w.id == hit.id));
     // The snippet is cut from the neutralised text, not taken from the hit, so that the marks
     // are placed by whole lines (a role prefix is only one at the start of a line) before the
     // text is flattened.
@@ -324,6 +330,17 @@ async fn prompt(
     let mut out = Writer::new(Budget {
         chars: budget.chars.saturating_sub(fence_chars(TITLE)),
     });
+    if !workflows.is_empty() {
+        out.line("## Workflows that worked for a request like this", None);
+        for workflow in &workflows {
+            let text = neutralise(&workflow.text);
+            let line = workflow_line(workflow.id, &text.text, text.flagged);
+            if !out.line(&line, Some(workflow.id)) {
+                break;
+            }
+        }
+        out.line("## Related memory", None);
+    }
     for hit in hits {
         let (tool_name, text): (String, String) =
             sqlx::query_as("SELECT tool_name, text FROM memory_items WHERE id = ?")
@@ -347,6 +364,58 @@ async fn prompt(
         }
     }
     Ok(out.finish(TITLE))
+}
+
+/// Workflows offered with one prompt at most.
+const WORKFLOWS: u32 = 2;
+/// How much more relevant than ordinary memory a workflow must be to be offered: steps are
+/// followed, so a workflow for another request does more harm than a memory that is off topic.
+const WORKFLOW_MARGIN: f64 = 0.1;
+
+/// The workflows of this project (the pattern service's procedural memory) whose situation
+/// and steps are relevant to the prompt, best first.
+async fn workflows(
+    searcher: &Searcher,
+    config: &ContextConfig,
+    request: &ContextRequest,
+) -> anyhow::Result<Vec<Line>> {
+    let search = SearchRequest {
+        query: request.prompt.clone(),
+        project: request.project.clone(),
+        limit: WORKFLOWS,
+        kinds: vec!["pattern".to_owned()],
+        concept: "workflow".to_owned(),
+        min_relevance: (config.min_relevance + WORKFLOW_MARGIN).min(1.0),
+        ..SearchRequest::default()
+    };
+    let (hits, _) = searcher.search(&search).await?;
+    let mut lines = Vec::new();
+    for hit in hits {
+        let line: Option<Line> = sqlx::query_as(
+            "SELECT id, kind, session_id, tool_name, title, text, occurred_at FROM memory_items
+             WHERE id = ?",
+        )
+        .bind(hit.id)
+        .fetch_optional(&searcher.pool)
+        .await?;
+        lines.extend(line);
+    }
+    Ok(lines)
+}
+
+/// One workflow on one line: when it applies, its steps, and how often they worked (the
+/// pattern service writes its text as `When asked: …`, `Steps: …` and the record).
+fn workflow_line(id: i64, text: &str, neutralised: bool) -> String {
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    format!(
+        "- [#{id}] workflow{}: {}",
+        if neutralised { " [neutralised]" } else { "" },
+        one_line(&parts.join(" | "), 600)
+    )
 }
 
 /// How much relevance raw tool output keeps when hits are ordered for injection. A person's

@@ -64,6 +64,26 @@ pub async fn index(
     index::replace_items(pool, lexical, &items, &gone).await
 }
 
+/// The memory items of these patterns (a pattern not indexed has none).
+pub async fn pattern_items(pool: &SqlitePool, patterns: &[i64]) -> sqlx::Result<Vec<i64>> {
+    if patterns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks = vec!["?"; patterns.len()].join(", ");
+    let sql =
+        format!("SELECT id FROM memory_items WHERE source = 'pattern' AND source_id IN ({marks})");
+    let mut query = sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(sql));
+    for id in patterns {
+        query = query.bind(id);
+    }
+    Ok(query
+        .fetch_all(pool)
+        .await?
+        .into_iter()
+        .map(|(id,)| id)
+        .collect())
+}
+
 /// A JSON array of strings as a list; anything else as nothing.
 fn list(json: &str) -> Vec<String> {
     match serde_json::from_str::<Value>(json) {
@@ -215,17 +235,22 @@ async fn item_of(pool: &SqlitePool, source: Source) -> anyhow::Result<Option<New
             .bind(id)
             .fetch_optional(pool)
             .await?;
-            // One failure is not yet a pattern; every other kind says something on its first
-            // sighting (a decision, a fix).
-            row.filter(|p| p.kind != "error" || p.occurrences >= 2)
-                .map(|p| NewItem {
-                    title: cut(&p.title, 200),
-                    text: cut(p.text.trim(), MAX_TEXT_CHARS),
-                    files: list(&p.files),
-                    concepts: vec![p.kind.clone()],
-                    occurred_at: p.last_seen_at,
-                    ..item("pattern", id, "pattern", &p.last_session_id, &p.project)
-                })
+            // One failure is not yet a pattern, and a workflow that never worked is nothing to
+            // offer (its failures are reflections); every other kind says something on its
+            // first sighting (a decision, a fix).
+            row.filter(|p| match p.kind.as_str() {
+                "error" => p.occurrences >= 2,
+                "workflow" => p.occurrences >= 1,
+                _ => true,
+            })
+            .map(|p| NewItem {
+                title: cut(&p.title, 200),
+                text: cut(p.text.trim(), MAX_TEXT_CHARS),
+                files: list(&p.files),
+                concepts: vec![p.kind.clone()],
+                occurred_at: p.last_seen_at,
+                ..item("pattern", id, "pattern", &p.last_session_id, &p.project)
+            })
         }
     })
 }

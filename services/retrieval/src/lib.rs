@@ -27,6 +27,7 @@ pub mod models;
 pub mod search;
 pub mod text;
 pub mod vector;
+pub mod when;
 mod worker;
 
 pub use config::{Args, RetrievalArgs, open_vectors};
@@ -142,6 +143,7 @@ async fn serve(
     let capabilities = capabilities::Registry::load(&searcher.pool, searcher.vectors.as_deref())
         .await
         .context("loading the capability registry")?;
+    capabilities.warm(searcher.vectors.as_deref()).await;
     let requests = answer::requests(
         answer::Answers {
             searcher,

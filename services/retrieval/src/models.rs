@@ -139,10 +139,19 @@ impl LocalModel {
 
     /// Embed a batch of texts.
     pub fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?;
+        // One text (a query) is tokenized on this thread: a batch goes through the tokenizer's
+        // thread pool, a hop that can cost more than tokenizing a prompt when the cores are busy.
+        let encodings = match texts {
+            [text] => vec![
+                self.tokenizer
+                    .encode(text.as_str(), true)
+                    .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?,
+            ],
+            _ => self
+                .tokenizer
+                .encode_batch(texts.to_vec(), true)
+                .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?,
+        };
         let rows = encodings.len();
         let width = encodings.first().map_or(0, |e| e.get_ids().len());
         let mut ids = Vec::with_capacity(rows * width);
@@ -354,4 +363,33 @@ pub fn from_bytes(bytes: &[u8]) -> Vec<f32> {
 /// Dot product; the cosine similarity of two normalised vectors.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A text embedded alone (tokenized on the calling thread, no padding) gets the vector it
+    /// gets in a batch beside a longer text (padded, with the padding masked out).
+    #[test]
+    fn a_text_alone_embeds_as_it_does_in_a_batch() {
+        // The tests run with the model, as CI installs it; a run without it fails here.
+        let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
+            .map(PathBuf::from)
+            .expect("MNEME_EMBED_MODEL_DIR names the embedding model's directory");
+        let model = LocalModel::load(&dir).unwrap();
+        let longer = "a much longer text about deploying the billing service to staging after \
+                      the migrations ran, so the batch is padded"
+            .to_owned();
+        for text in [
+            "ship it to staging",
+            "why is CI red on my branch",
+            "ok tests pls",
+        ] {
+            let alone = model.embed(&[text.to_owned()]).unwrap();
+            let batch = model.embed(&[text.to_owned(), longer.clone()]).unwrap();
+            let cosine = dot(&alone[0], &batch[0]);
+            assert!((cosine - 1.0).abs() < 1e-5, "{text}: {cosine}");
+        }
+    }
 }

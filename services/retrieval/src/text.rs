@@ -270,6 +270,18 @@ pub fn coverage(terms: &[String], text: &str) -> f64 {
     found as f64 / terms.len() as f64
 }
 
+/// Which of `terms` (the first 64) are found in `text`, matching by [`stem`], one bit each: two
+/// texts holding the same query words are, as far as the query can tell, about one subject.
+pub fn matched_terms(terms: &[String], text: &str) -> u64 {
+    let lower = text.to_lowercase();
+    terms
+        .iter()
+        .take(64)
+        .enumerate()
+        .filter(|(_, t)| lower.contains(stem(t).as_str()))
+        .fold(0, |bits, (n, _)| bits | 1 << n)
+}
+
 /// About 200 characters of `body` around the first of `terms` found in it.
 pub fn snippet(body: &str, terms: &[String]) -> String {
     const BEFORE: usize = 60;
@@ -369,6 +381,17 @@ mod tests {
         assert!(s.starts_with('…') && s.ends_with('…'));
         assert!(s.contains("nats consumer failed"));
         assert_eq!(snippet("short", &[]), "short");
+    }
+
+    #[test]
+    fn matched_terms_name_each_word_found() {
+        let terms = query_terms("database version postgres");
+        assert_eq!(matched_terms(&terms, "We run Postgres 14"), 0b100);
+        assert_eq!(
+            matched_terms(&terms, "the database: Postgres, version 16"),
+            0b111
+        );
+        assert_eq!(matched_terms(&terms, "nothing here"), 0);
     }
 
     #[test]

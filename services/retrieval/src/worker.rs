@@ -323,6 +323,25 @@ impl Handler for FeedIndexer {
                 // costs space, not correctness.
                 tracing::warn!(error = %format!("{error:#}"), "could not delete replaced vectors");
             }
+            // Patterns (workflows among them) are embedded as soon as they are indexed, ahead
+            // of the backlog of raw items: a workflow is offered with a prompt only once its
+            // meaning is known. A model failure leaves them to the backfill.
+            let patterns: Vec<i64> = notices
+                .iter()
+                .filter_map(|n| match &n.work {
+                    Work::Derived(derived::Source::Pattern(id)) => Some(*id),
+                    _ => None,
+                })
+                .collect();
+            if !patterns.is_empty() {
+                let embedded = async {
+                    let items = derived::pattern_items(pool, &patterns).await?;
+                    vectors.embed_items(pool, &items).await
+                };
+                if let Err(error) = embedded.await {
+                    tracing::warn!(error = %format!("{error:#}"), "could not embed patterns ahead of the backlog");
+                }
+            }
             vectors.wake.notify_one();
         }
         Ok(Handled::Ack)

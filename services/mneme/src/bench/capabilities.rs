@@ -6,8 +6,12 @@
 //! For each way of matching (flat or two-stage, with or without the instruction prefix) every
 //! prompt's candidates are fetched with their scores once; the threshold is the one that gives
 //! the best hit@3 with at most 5% false injection on the development split, and the figures
-//! are those of the test split, which nothing was tuned on. Latency is measured with the
-//! registry padded to 1,000 capabilities, at the service's default threshold.
+//! are those of the test split, which nothing was tuned on. The service's own decision (the
+//! best semantic score, less a weight times the prompt's likeness to an ordinary request,
+//! against a threshold; runner-ups within a margin) is searched for the same way, and printed
+//! beside what the service's constants give, so the constants can be checked against it.
+//! Latency is measured with the registry padded to 1,000 capabilities, at the service's
+//! defaults.
 
 use anyhow::Context as _;
 use proto::Message as _;
@@ -29,6 +33,9 @@ struct Ranked {
     expect: Vec<String>,
     candidates: Vec<(String, f32)>,
     ordinary: f32,
+    /// The best candidate's semantic score (its score without the lexical part), on which the
+    /// service decides whether to inject.
+    semantic: f32,
 }
 
 /// hit@1, hit@3 (on prompts that need a capability) and false injection (on those that need
@@ -75,6 +82,84 @@ fn tune(ranked: &[Ranked]) -> f32 {
         }
     }
     best.1
+}
+
+/// How the service decides for one prompt: inject when the best semantic score, less
+/// `weight` times the prompt's likeness to an ordinary request, reaches `threshold`; then the
+/// candidates within `margin` of the best, three at most.
+#[derive(Debug, Clone, Copy)]
+struct Decision {
+    weight: f32,
+    threshold: f32,
+    margin: f32,
+}
+
+/// hit@1, hit@3 and false injection on `split` when every candidate is decided as the service
+/// decides.
+fn score_decision(ranked: &[Ranked], split: &str, decision: Decision) -> (f64, f64, f64) {
+    let decided: Vec<Ranked> = ranked
+        .iter()
+        .filter(|r| r.split == split)
+        .map(|r| {
+            let best = r.candidates.first().map_or(f32::MIN, |(_, s)| *s);
+            let inject = r.semantic - decision.weight * r.ordinary >= decision.threshold;
+            Ranked {
+                split: r.split.clone(),
+                expect: r.expect.clone(),
+                ordinary: r.ordinary,
+                semantic: r.semantic,
+                candidates: r
+                    .candidates
+                    .iter()
+                    .filter(|(_, s)| inject && *s >= best - decision.margin)
+                    .take(retrieval::capabilities::LIMIT)
+                    .cloned()
+                    .collect(),
+            }
+        })
+        .collect();
+    score(&decided, split, f32::MIN)
+}
+
+/// The service's decision constants with the best development hit@3 at no more than 5% false
+/// injection (on a tie: fewer false injections, then the higher threshold, then the smaller
+/// margin, so fewer injections).
+fn tune_decision(ranked: &[Ranked]) -> Decision {
+    let mut best: Option<((f64, f64), Decision)> = None;
+    for margin in [0.05, 0.1, 0.15, 0.2, 0.3] {
+        for weight in 0..=24 {
+            for threshold in 20..=80 {
+                let decision = Decision {
+                    weight: weight as f32 * 0.05,
+                    threshold: threshold as f32 / 100.0,
+                    margin,
+                };
+                let (_, hit3, false_injection) = score_decision(ranked, "dev", decision);
+                if false_injection > 0.05 {
+                    continue;
+                }
+                let better = best.is_none_or(|((h, f), d)| {
+                    hit3 > h
+                        || (hit3 == h && false_injection < f)
+                        || (hit3 == h
+                            && false_injection == f
+                            && (decision.threshold > d.threshold
+                                || (decision.threshold == d.threshold && margin < d.margin)))
+                });
+                if better {
+                    best = Some(((hit3, false_injection), decision));
+                }
+            }
+        }
+    }
+    best.map_or(
+        Decision {
+            weight: 0.0,
+            threshold: 1.0,
+            margin: 0.0,
+        },
+        |(_, d)| d,
+    )
 }
 
 fn fixture_dir() -> PathBuf {
@@ -144,10 +229,19 @@ async fn rank(
         let reply: proto::MatchCapabilitiesReply =
             ask(client, proto::subjects::CAPABILITIES_MATCH, &request).await?;
         anyhow::ensure!(reply.error.is_empty(), "match: {}", reply.error);
+        let semantic = reply
+            .matches
+            .iter()
+            .filter_map(|m| {
+                let lexical = retrieval::capabilities::lexical(m.capability.as_ref()?, &p.prompt);
+                Some(m.score - retrieval::capabilities::LEXICAL_WEIGHT * lexical)
+            })
+            .fold(f32::MIN, f32::max);
         ranked.push(Ranked {
             split: p.split.clone(),
             expect: p.expect.clone(),
             ordinary: reply.ordinary,
+            semantic,
             candidates: reply
                 .matches
                 .into_iter()
@@ -236,12 +330,24 @@ pub async fn capabilities() -> anyhow::Result<()> {
                     .iter()
                     .map(|r| {
                         serde_json::json!({"split": r.split, "expect": r.expect,
-                            "candidates": r.candidates, "ordinary": r.ordinary})
+                            "candidates": r.candidates, "ordinary": r.ordinary,
+                            "semantic": r.semantic})
                         .to_string()
                     })
                     .collect();
                 let path = PathBuf::from(dump).join(format!("{strategy}-{instruction}.jsonl"));
                 std::fs::write(path, lines.join("\n"))?;
+            }
+            if strategy == "flat" && !instruction {
+                // The constants the service's default decision should have, chosen here on the
+                // development split; `retrieval::capabilities` holds them.
+                let decision = tune_decision(&ranked);
+                let (t1, t3, tf) = score_decision(&ranked, "test", decision);
+                let (d1, d3, df) = score_decision(&ranked, "dev", decision);
+                println!(
+                    "decision tuned on dev: ordinary weight {:.2}, threshold {:.2}, runner-up margin {:.2}: test hit1 {t1:.3} hit3 {t3:.3} false_injection {tf:.3} (dev: {d1:.3} {d3:.3} {df:.3})",
+                    decision.weight, decision.threshold, decision.margin
+                );
             }
             let threshold = tune(&ranked);
             let (hit1, hit3, false_injection) = score(&ranked, "test", threshold);
@@ -265,9 +371,10 @@ pub async fn capabilities() -> anyhow::Result<()> {
     let (hit1, hit3, false_injection) = score(&injected, "test", f32::MIN);
     let (dev1, dev3, dev_false) = score(&injected, "dev", f32::MIN);
     println!(
-        "service defaults (flat, no prefix, threshold {:.2} with the ordinary-request weight {:.2}): test hit1 {hit1:.3} hit3 {hit3:.3} false_injection {false_injection:.3} (dev: {dev1:.3} {dev3:.3} {dev_false:.3})",
+        "service defaults (flat, no prefix, threshold {:.2} with the ordinary-request weight {:.2}, runner-up margin {:.2}): test hit1 {hit1:.3} hit3 {hit3:.3} false_injection {false_injection:.3} (dev: {dev1:.3} {dev3:.3} {dev_false:.3})",
         retrieval::capabilities::THRESHOLD,
         retrieval::capabilities::ORDINARY_WEIGHT,
+        retrieval::capabilities::RUNNER_UP_MARGIN,
     );
 
     if quick {

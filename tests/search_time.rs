@@ -1,0 +1,424 @@
+//! Search that answers the questions people ask about the past, through the real entry points
+//! (NATS, REST, MCP and the command line) with the real model: time words resolved against when
+//! the question is asked, later statements ranked above the ones they update, and sessions
+//! ranked by the evidence they hold.
+
+use crate::api::Http;
+use crate::harness::{App, binary};
+use proto::Message as _;
+use proto::subjects;
+use proto::{SearchReply, SearchRequest};
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use serde_json::Value;
+
+/// Thursday 12 February 2026, 15:00 UTC: when the questions below are asked.
+const AS_OF: &str = "2026-02-12T15:00:00Z";
+const DAY: i64 = common::time::DAY_MS;
+
+fn as_of() -> i64 {
+    common::time::parse_rfc3339_ms(AS_OF).unwrap()
+}
+
+/// Ten in the morning UTC of a day.
+fn at(year: i64, month: i64, day: i64) -> i64 {
+    common::time::midnight_ms(year, month, day) + 10 * 3_600_000
+}
+
+/// Publish prompts as hooks would have, each at its own time: (session, project, time, text).
+async fn publish(app: &App, prompts: &[(&str, &str, i64, &str)]) {
+    let js = async_nats::jetstream::new(app.client().await);
+    common::streams::ensure(&js).await.unwrap();
+    for (session, project, ms, text) in prompts {
+        let event = proto::Event {
+            schema_version: proto::SCHEMA_VERSION,
+            id: proto::new_event_id(),
+            occurred_at_ms: *ms,
+            captured_at_ms: *ms,
+            agent: proto::Agent::ClaudeCode as i32,
+            session_id: (*session).to_owned(),
+            project: (*project).to_owned(),
+            cwd: (*project).to_owned(),
+            host_event: "UserPromptSubmit".into(),
+            payload: Some(proto::event::Payload::Prompt(proto::Prompt {
+                text: (*text).to_owned(),
+            })),
+            ..Default::default()
+        };
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
+        js.publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    let prompts = prompts.len() as i64;
+    app.wait_for_count(
+        "SELECT count(*) FROM memory_items WHERE kind = 'prompt'",
+        prompts,
+        std::time::Duration::from_secs(60),
+    )
+    .await;
+    app.wait_indexed(prompts).await;
+}
+
+/// Prompts only: the pattern service may make items of its own out of these statements.
+fn prompts(query: &str, project: &str) -> SearchRequest {
+    SearchRequest {
+        query: query.to_owned(),
+        project: project.to_owned(),
+        kinds: vec!["prompt".to_owned()],
+        limit: 10,
+        ..Default::default()
+    }
+}
+
+async fn search(app: &App, request: SearchRequest) -> SearchReply {
+    let reply: SearchReply = app.ask(subjects::RETRIEVAL_SEARCH, &request).await;
+    assert!(reply.error.is_empty(), "{}", reply.error);
+    reply
+}
+
+/// The day of the best hit.
+async fn first_day(app: &App, request: SearchRequest) -> String {
+    let reply = search(app, request).await;
+    let best = reply.hits.first().expect("a hit");
+    common::time::utc_day(best.occurred_at_ms)
+}
+
+const DEPLOYS: &str = "/work/deploys";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_words_rank_the_items_of_the_time_they_name() {
+    let mut app = App::start().await;
+    // The same deploy, told the same way, on five days: only time can tell them apart.
+    let days = [
+        ("d1", at(2025, 5, 14)),
+        ("d2", at(2026, 1, 29)),
+        ("d3", at(2026, 2, 3)),
+        ("d4", at(2026, 2, 11)),
+    ];
+    let texts: Vec<String> = (1..=days.len())
+        .map(|n| format!("deployed the payments service to staging, build 410{n}"))
+        .collect();
+    let prompts_sent: Vec<(&str, &str, i64, &str)> = days
+        .iter()
+        .zip(&texts)
+        .map(|((session, ms), text)| (*session, DEPLOYS, *ms, text.as_str()))
+        .collect();
+    publish(&app, &prompts_sent).await;
+    let asked = |query: &str, as_of_ms: i64| SearchRequest {
+        as_of_ms,
+        ..prompts(query, DEPLOYS)
+    };
+
+    // With no time named, the latest deploy leads (recency), whichever day it is asked.
+    assert_eq!(
+        first_day(&app, asked("payments staging deploy", as_of())).await,
+        "2026-02-11"
+    );
+    for (query, day) in [
+        (
+            "which payments staging deploy happened yesterday",
+            "2026-02-11",
+        ),
+        ("the payments staging deploy two weeks ago", "2026-01-29"),
+        ("the payments staging deploy last month", "2026-01-29"),
+        ("the payments staging deploy on 2026-02-03", "2026-02-03"),
+        ("what went to payments staging in May 2025", "2025-05-14"),
+        ("payments staging deploy in May", "2025-05-14"),
+        (
+            "when did payments go to staging for the first time",
+            "2025-05-14",
+        ),
+        ("payments staging deploy, most recently", "2026-02-11"),
+    ] {
+        assert_eq!(first_day(&app, asked(query, as_of())).await, day, "{query}");
+    }
+    // "Yesterday" is the day before the question: asked on 4 February, it is the 3rd, although
+    // a later deploy exists.
+    let fourth = common::time::parse_rfc3339_ms("2026-02-04T12:00:00Z").unwrap();
+    assert_eq!(
+        first_day(&app, asked("the payments staging deploy yesterday", fourth)).await,
+        "2026-02-03"
+    );
+
+    // The command line: `--as-of` is when the question is asked.
+    let out = app.mneme(&[
+        "search",
+        "payments staging deploy two weeks ago",
+        "--project",
+        DEPLOYS,
+        "--kind",
+        "prompt",
+        "--as-of",
+        AS_OF,
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let best = found["hits"][0]["occurred_at_ms"].as_i64().unwrap();
+    assert_eq!(common::time::utc_day(best), "2026-01-29");
+    let refused = app.mneme(&["search", "deploy", "--as-of", "last tuesday"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("RFC 3339"));
+
+    // REST: `as_of` in Unix milliseconds.
+    let base = app.start_api(api::ApiArgs::default()).await;
+    let http = Http::new(&base);
+    let (status, found) = http
+        .get(&format!(
+            "/v1/search?q=payments+staging+deploy+yesterday&project={DEPLOYS}&kind=prompt&as_of={fourth}"
+        ))
+        .await;
+    assert_eq!(status, 200, "{found}");
+    let best = found["hits"][0]["occurred_at_ms"].as_i64().unwrap();
+    assert_eq!(common::time::utc_day(best), "2026-02-03");
+    let (status, _) = http.get("/v1/search?q=deploy&as_of=-5").await;
+    assert_eq!(status, 400);
+    app.stop_services().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_a_later_statement_on_the_same_subject_ranks_first() {
+    let mut app = App::start().await;
+    const OLD: &str = "The database version we use is Postgres 14 on the primary cluster.";
+    const NEW: &str = "The database version we use is Postgres 16 on the primary cluster.";
+    // The later statement is told at more length, so on its words alone it ranks lower.
+    const OLD_LATER: &str = "Noted for the whole team: the database version we use is Postgres 14 on the primary cluster.";
+    const NEW_LATER: &str = "Noted for the whole team: the database version we use is Postgres 16 on the primary cluster.";
+    let (march, september) = (at(2025, 3, 10), at(2025, 9, 10));
+    let mut sent = Vec::new();
+    // In one project Postgres 16 came later; in the other, 14 did (a downgrade).
+    for (project, early, late) in [
+        ("/work/db-a", OLD, NEW_LATER),
+        ("/work/db-b", NEW, OLD_LATER),
+    ] {
+        sent.push((project, "early", march, early));
+        sent.push((project, "late", september, late));
+        for (n, other) in [
+            "we use nextest to run the test suite",
+            "rename the flaky login test",
+            "the ci runner needs more memory for the build",
+        ]
+        .iter()
+        .enumerate()
+        {
+            sent.push((
+                project,
+                ["f1", "f2", "f3"][n],
+                at(2025, 6, 1 + n as i64),
+                other,
+            ));
+        }
+    }
+    let sent: Vec<(String, &str, i64, &str)> = sent
+        .into_iter()
+        .map(|(project, session, ms, text)| (format!("{project}-{session}"), project, ms, text))
+        .collect();
+    let sent: Vec<(&str, &str, i64, &str)> = sent
+        .iter()
+        .map(|(session, project, ms, text)| (session.as_str(), *project, *ms, *text))
+        .collect();
+    publish(&app, &sent).await;
+
+    for (project, later) in [("/work/db-a", NEW_LATER), ("/work/db-b", OLD_LATER)] {
+        let reply = search(&app, prompts("which database version do we use", project)).await;
+        let titles: Vec<&str> = reply.hits.iter().map(|h| h.title.as_str()).collect();
+        assert_eq!(titles.first(), Some(&later), "{project}: {titles:?}");
+        assert!(titles.len() >= 2, "{titles:?}");
+        // Asked "now", the later one leads too.
+        let reply = search(
+            &app,
+            prompts("which database version do we use now", project),
+        )
+        .await;
+        assert_eq!(reply.hits[0].title, later, "{project}");
+    }
+    app.stop_services().await;
+}
+
+const GROUPS: &str = "/work/groups";
+const QUESTION: &str = "kafka consumer lag alert threshold";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_sessions_rank_by_the_evidence_they_hold() {
+    let mut app = App::start().await;
+    let day = at(2026, 1, 20);
+    publish(
+        &app,
+        &[
+            // One item that says it all...
+            (
+                "single",
+                GROUPS,
+                day,
+                "kafka consumer lag alert threshold raised to 5000 messages",
+            ),
+            // ...and a session that worked on it at length, each item saying part of it.
+            (
+                "several",
+                GROUPS,
+                day + DAY,
+                "the kafka consumer restarted after the deploy",
+            ),
+            (
+                "several",
+                GROUPS,
+                day + DAY + 60_000,
+                "consumer lag grew during the nightly backfill",
+            ),
+            (
+                "several",
+                GROUPS,
+                day + DAY + 120_000,
+                "the lag alert fired twice overnight, so the threshold needs a look",
+            ),
+            (
+                "several",
+                GROUPS,
+                day + DAY + 180_000,
+                "kafka partitions were rebalanced and the consumer lag alert cleared",
+            ),
+            (
+                "other",
+                GROUPS,
+                day + 2 * DAY,
+                "rename the flaky login test",
+            ),
+            (
+                "other",
+                GROUPS,
+                day + 2 * DAY + 60_000,
+                "bump the tokio version in the workspace",
+            ),
+        ],
+    )
+    .await;
+
+    // Item by item, the one that says it all leads.
+    let items = search(&app, prompts(QUESTION, GROUPS)).await;
+    assert_eq!(items.hits[0].session_id, "single");
+
+    // By session, the session holding more of the evidence leads; each session's best hits
+    // come together, at most three, every one with its session's score.
+    let grouped = search(
+        &app,
+        SearchRequest {
+            group: "session".into(),
+            limit: 2,
+            ..prompts(QUESTION, GROUPS)
+        },
+    )
+    .await;
+    let runs: Vec<&[proto::SearchHit]> = grouped
+        .hits
+        .chunk_by(|a, b| a.session_id == b.session_id)
+        .collect();
+    let order: Vec<&str> = runs.iter().map(|r| r[0].session_id.as_str()).collect();
+    assert_eq!(order, ["several", "single"]);
+    assert_eq!(runs[0].len(), 3);
+    assert_eq!(runs[1].len(), 1);
+    assert!(runs[0].iter().all(|h| h.score == runs[0][0].score));
+    assert!(runs[0][0].score > runs[1][0].score);
+
+    // The command line.
+    let out = app.mneme(&[
+        "search",
+        QUESTION,
+        "--project",
+        GROUPS,
+        "--kind",
+        "prompt",
+        "--group",
+        "session",
+        "--limit",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sessions = |found: &Value| -> Vec<String> {
+        found["sessions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no sessions in {found}"))
+            .iter()
+            .map(|s| s["session_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(sessions(&found), ["several", "single"]);
+    assert_eq!(found["sessions"][0]["hits"].as_array().unwrap().len(), 3);
+    let text = app.mneme(&[
+        "search",
+        QUESTION,
+        "--project",
+        GROUPS,
+        "--kind",
+        "prompt",
+        "--group",
+        "session",
+        "--limit",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.starts_with("session several"), "{text}");
+    assert!(!text.contains("session single"), "{text}");
+
+    // REST.
+    let base = app.start_api(api::ApiArgs::default()).await;
+    let http = Http::new(&base);
+    let (status, found) = http
+        .get(&format!(
+            "/v1/search?q=kafka+consumer+lag+alert+threshold&project={GROUPS}&kind=prompt&group=session&limit=2"
+        ))
+        .await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(sessions(&found), ["several", "single"]);
+    let ids: Vec<i64> = found["sessions"][0]["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    let best = &found["sessions"][0]["hits"][0];
+    assert_eq!(best["session_id"], "several");
+    assert!(!best["snippet"].as_str().unwrap().is_empty(), "{best}");
+    let (status, _) = http.get("/v1/search?q=kafka&group=project").await;
+    assert_eq!(status, 400);
+
+    // MCP, as an agent host runs `mneme mcp`.
+    let mut command = tokio::process::Command::new(binary("mneme"));
+    command.arg("mcp").envs(app.env());
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = ().serve(transport).await.expect("initialise over stdio");
+    let arguments = serde_json::json!({"query": QUESTION, "project": GROUPS, "group": "session",
+        "limit": 2, "kinds": ["prompt"]});
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("search")
+                .with_arguments(arguments.as_object().cloned().unwrap()),
+        )
+        .await
+        .unwrap();
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    assert!(text.starts_with("session several"), "{text}");
+    let single = text.find("session single").expect("the second session");
+    // Three hits under the first session, each an indented index line.
+    assert_eq!(text[..single].matches("\n  #").count(), 3, "{text}");
+    client.cancel().await.unwrap();
+    app.stop_services().await;
+}
