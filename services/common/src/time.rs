@@ -9,6 +9,23 @@
 /// One day in milliseconds.
 pub const DAY_MS: i64 = 86_400_000;
 
+/// The months' English names, January first: how dates are written in words for indexing and
+/// read back from questions and conversations.
+pub const MONTH_NAMES: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
 /// Milliseconds since the Unix epoch; 0 on a clock set before 1970.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -313,20 +313,6 @@ pub fn snippet(body: &str, terms: &[String]) -> String {
 /// A Unix-millisecond time in words, as people write it in a conversation: `1:56 pm on 8 May,
 /// 2023` (UTC). Indexed with every item, so a question that names a month or a year can match.
 pub fn date_words(ms: i64) -> String {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
     let (year, month, date) = common::time::civil_from_days(ms.div_euclid(common::time::DAY_MS));
     let minutes = ms.rem_euclid(common::time::DAY_MS) / 60_000;
     let (hour, minute) = (minutes / 60, minutes % 60);
@@ -338,7 +324,7 @@ pub fn date_words(ms: i64) -> String {
     };
     format!(
         "{h12}:{minute:02} {half} on {date} {}, {year}",
-        MONTHS[(month - 1) as usize]
+        common::time::MONTH_NAMES[(month - 1) as usize]
     )
 }
 

@@ -29,21 +29,6 @@ pub struct When {
     pub order: Option<Order>,
 }
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 const WEEKDAYS: [&str; 7] = [
     "monday",
     "tuesday",
@@ -91,9 +76,10 @@ fn words(query: &str) -> Vec<Word> {
 
 fn month(word: &str) -> Option<i64> {
     // Full names only: abbreviations such as "mar", "jan" or "dec" are words and names too.
-    MONTHS
+    let word = if word == "sept" { "september" } else { word };
+    common::time::MONTH_NAMES
         .iter()
-        .position(|m| *m == word || (word == "sept" && *m == "september"))
+        .position(|m| m.eq_ignore_ascii_case(word))
         .map(|n| n as i64 + 1)
 }
 

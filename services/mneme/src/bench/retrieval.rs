@@ -68,22 +68,9 @@ fn parse_locomo_date(text: &str) -> Option<i64> {
     let mut parts = date.split_whitespace();
     let day: i64 = parts.next()?.parse().ok()?;
     let month_name = parts.next()?;
-    let month = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ]
-    .iter()
-    .position(|m| m.eq_ignore_ascii_case(month_name))? as i64
+    let month = common::time::MONTH_NAMES
+        .iter()
+        .position(|m| m.eq_ignore_ascii_case(month_name))? as i64
         + 1;
     let year: i64 = parts.next()?.parse().ok()?;
     Some(common::time::midnight_ms(year, month, day) + (hour * 60 + minute) * 60_000)
