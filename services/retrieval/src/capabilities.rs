@@ -532,6 +532,15 @@ impl Registry {
                 .is_some_and(|rest| rest.starts_with('/'))
     }
 
+    /// Whether nothing is registered, so nothing can match.
+    fn is_empty(&self) -> bool {
+        self.held
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .is_empty()
+    }
+
     /// The vectors of [`ORDINARY_REQUESTS`], embedded the first time they are needed.
     async fn anchors(&self, vectors: &Vectors) -> anyhow::Result<&Vec<Vec<f32>>> {
         self.ordinary
@@ -547,12 +556,7 @@ impl Registry {
     /// Embed what matching needs besides the prompt, when there is anything to match, so the
     /// first prompt after a start or a sync does not pay for it inside the hook's wait.
     pub async fn warm(&self, vectors: Option<&Vectors>) {
-        let empty = self
-            .held
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .entries
-            .is_empty();
+        let empty = self.is_empty();
         if let (Some(vectors), false) = (vectors, empty)
             && let Err(error) = self.anchors(vectors).await
         {
@@ -568,12 +572,7 @@ impl Registry {
         project: &str,
         matching: Matching,
     ) -> anyhow::Result<Found> {
-        let empty = self
-            .held
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .entries
-            .is_empty();
+        let empty = self.is_empty();
         // With nothing registered nothing can match: the prompt is not even embedded here.
         if prompt.trim().is_empty() || empty {
             return Ok(Found {
