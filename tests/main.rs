@@ -21,5 +21,6 @@ mod retrieval;
 mod search_time;
 mod security;
 mod surface;
+mod team;
 mod traces;
 mod workflows;

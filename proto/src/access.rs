@@ -100,8 +100,16 @@ impl Role {
                 service(&mut p, "ingest");
                 p.publish
                     .extend(consume(s::EVENTS_STREAM, s::INGEST_CONSUMER));
+                p.publish
+                    .extend(consume(s::TEAM_IN_STREAM, s::INGEST_TEAM_CONSUMER));
                 p.publish.extend([
                     s::INGEST_ALL.to_owned(),
+                    // What this machine shares with its team, into its own outgoing stream,
+                    // which ingest makes when the machine is in a team.
+                    s::TEAM_ALL.to_owned(),
+                    format!("$JS.API.STREAM.INFO.{}", s::TEAM_OUT_STREAM),
+                    format!("$JS.API.STREAM.CREATE.{}", s::TEAM_OUT_STREAM),
+                    format!("$JS.API.STREAM.INFO.{}", s::TEAM_IN_STREAM),
                     s::RETRIEVAL_FORGET.to_owned(),
                     // Deleting a session erases its raw events from the events stream.
                     format!("$JS.API.STREAM.MSG.DELETE.{}", s::EVENTS_STREAM),

@@ -109,6 +109,41 @@ impl Event {
     pub fn subject(&self) -> String {
         subjects::event_subject(self.agent().slug(), self.kind())
     }
+
+    /// Call `f` on every free text the event carries (what a person, a tool or a model wrote,
+    /// and the host fields kept as JSON): what the hook shortens to fit one message, and what
+    /// ingest scrubs again before a shared event leaves the machine.
+    pub fn for_each_text(&mut self, mut f: impl FnMut(&mut String)) {
+        use event::Payload as P;
+        f(&mut self.extra_json);
+        match &mut self.payload {
+            Some(P::Prompt(p)) => f(&mut p.text),
+            Some(P::PreTool(t) | P::PostTool(t) | P::ToolFailure(t)) => {
+                f(&mut t.input_json);
+                f(&mut t.response_json);
+                f(&mut t.error);
+            }
+            Some(P::SubagentStart(s) | P::SubagentStop(s)) => f(&mut s.last_message),
+            Some(P::PreCompact(c) | P::PostCompact(c)) => {
+                f(&mut c.summary);
+                f(&mut c.custom_instructions);
+            }
+            Some(P::Stop(s)) => f(&mut s.last_message),
+            Some(P::Notification(n)) => f(&mut n.message),
+            Some(P::Unknown(u)) => f(&mut u.raw_json),
+            Some(P::Invalid(i)) => f(&mut i.excerpt),
+            Some(P::Memory(m)) => {
+                f(&mut m.text);
+                f(&mut m.title);
+            }
+            Some(P::Workflow(w)) => {
+                f(&mut w.situation);
+                f(&mut w.reason);
+                w.steps.iter_mut().for_each(&mut f);
+            }
+            Some(P::SessionStart(_) | P::SessionEnd(_)) | None => {}
+        }
+    }
 }
 
 #[cfg(test)]

@@ -125,6 +125,28 @@ pub const PATTERN_STREAM: &str = "MNEME_PATTERN";
 /// Durable consumer through which the pattern service reads [`INGEST_STREAM`].
 pub const PATTERN_CONSUMER: &str = "pattern";
 
+/// Prefix of what a team member shares: `mneme.team.<project>.<member>.event` carries an
+/// [`crate::Event`] of a shared project, after ingest stored and scrubbed it again, and
+/// `mneme.team.<project>.<member>.deleted` a [`crate::SessionsDeleted`] naming sessions of that
+/// project deleted on the machine they ran on. `<project>` is the project's team name, the same
+/// on every member's machine, whatever the checkout's path.
+pub const TEAM_PREFIX: &str = "mneme.team";
+/// Wildcard matching everything a member shares.
+pub const TEAM_ALL: &str = "mneme.team.>";
+/// Stream on a member's own server holding what it shares: JetStream on the hub mirrors it, so
+/// what is written while the member is offline leaves when its link returns.
+pub const TEAM_OUT_STREAM: &str = "MNEME_TEAM_OUT";
+/// Stream on a member's own server sourcing what the other members shared, for the projects it
+/// shares, from their streams on the hub.
+pub const TEAM_IN_STREAM: &str = "MNEME_TEAM_IN";
+/// Prefix of the hub's streams, one a member (`MNEME_TEAM_MEMBER_<member>`), each a mirror of that
+/// member's [`TEAM_OUT_STREAM`].
+pub const TEAM_MEMBER_STREAM_PREFIX: &str = "MNEME_TEAM_MEMBER_";
+/// The JetStream domain of a team's hub.
+pub const TEAM_HUB_DOMAIN: &str = "hub";
+/// Durable consumer through which ingest stores what the team shared ([`TEAM_IN_STREAM`]).
+pub const INGEST_TEAM_CONSUMER: &str = "ingest-team";
+
 /// Prefix of health probes: `mneme.health.<service>` ([`crate::HealthRequest`] →
 /// [`crate::HealthReply`]).
 pub const HEALTH_PREFIX: &str = "mneme.health";
@@ -150,4 +172,25 @@ pub fn compressor_written_subject(kind: &str) -> String {
 /// Subject of a service's health probe.
 pub fn health_subject(service: &str) -> String {
     format!("{HEALTH_PREFIX}.{service}")
+}
+
+/// Subject of an event of the team project `project` that `member` shares.
+pub fn team_event_subject(project: &str, member: &str) -> String {
+    format!("{TEAM_PREFIX}.{project}.{member}.event")
+}
+
+/// Subject of a deletion of sessions of the team project `project` that ran on `member`'s
+/// machine.
+pub fn team_deleted_subject(project: &str, member: &str) -> String {
+    format!("{TEAM_PREFIX}.{project}.{member}.deleted")
+}
+
+/// Everything shared about the team project `project`, by any member.
+pub fn team_project_subjects(project: &str) -> String {
+    format!("{TEAM_PREFIX}.{project}.>")
+}
+
+/// The hub's stream holding what `member` shared.
+pub fn team_member_stream(member: &str) -> String {
+    format!("{TEAM_MEMBER_STREAM_PREFIX}{member}")
 }

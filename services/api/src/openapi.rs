@@ -274,6 +274,7 @@ pub fn document() -> Value {
                         "kind": {"type": "string"}, "title": {"type": "string"}, "snippet": {"type": "string"},
                         "occurred_at_ms": {"type": "integer"}, "score": {"type": "number"},
                         "relevance": {"type": "number"}, "found_by": {"type": "array", "items": {"type": "string"}},
+                        "origin": {"type": "string", "description": "the team member whose memory it is; empty for this machine's own"},
                     },
                 },
                 "Collection": {

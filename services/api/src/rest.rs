@@ -386,6 +386,7 @@ pub fn hit_json(hit: &proto::SearchHit) -> Value {
         "score": finite(hit.score),
         "relevance": finite(hit.relevance),
         "found_by": hit.found_by,
+        "origin": hit.origin,
     })
 }
 

@@ -2,7 +2,7 @@
 //! telemetry ([`telemetry`]), NATS connection and W3C trace-context headers ([`nats`]), the
 //! JetStream streams and durable consumers ([`streams`]), notices read in batches with dead
 //! letters ([`notices`]), request/reply as a table of typed handlers ([`requests`]), start-up and
-//! shut-down of a service ([`service`]), the health probe every service answers ([`health`]),
+//! shut-down of a service ([`service`]), this machine's team ([`team`]), the health probe every service answers ([`health`]),
 //! time and calendar dates ([`time`]) and shutdown on SIGINT/SIGTERM ([`shutdown`]).
 //!
 //! Architecture invariant: `common` knows nothing about any service's domain and holds no SQL.
@@ -15,6 +15,7 @@ pub mod requests;
 pub mod service;
 pub mod shutdown;
 pub mod streams;
+pub mod team;
 pub mod telemetry;
 pub mod time;
 

@@ -70,6 +70,92 @@ pub fn configs() -> Vec<stream::Config> {
     ]
 }
 
+/// How long a team's streams keep what was shared: what a member shared while another was away
+/// reaches it when it is back within this time, and a member who joins later gets the last
+/// this much of the team's memory.
+const TEAM_MAX_AGE: Duration = Duration::from_secs(90 * 24 * 3600);
+const TEAM_MAX_BYTES: i64 = 512 << 20;
+
+/// The stream on a member's own server holding what it shares ([`subjects::TEAM_OUT_STREAM`]),
+/// which the hub mirrors.
+pub fn team_out_config() -> stream::Config {
+    stream::Config {
+        name: subjects::TEAM_OUT_STREAM.to_owned(),
+        description: Some("mneme: what this machine shares with its team".to_owned()),
+        subjects: vec![subjects::TEAM_ALL.to_owned()],
+        storage: stream::StorageType::File,
+        max_age: TEAM_MAX_AGE,
+        max_bytes: TEAM_MAX_BYTES,
+        discard: stream::DiscardPolicy::Old,
+        duplicate_window: DUPLICATE_WINDOW,
+        ..Default::default()
+    }
+}
+
+/// The hub's stream of what `member` shares: a mirror of that member's
+/// [`subjects::TEAM_OUT_STREAM`], pulled through the member's JetStream domain whenever its
+/// leaf link is up, with `replicas` copies on a clustered hub.
+pub fn team_member_config(member: &str, replicas: usize) -> stream::Config {
+    stream::Config {
+        name: subjects::team_member_stream(member),
+        description: Some(format!("mneme: what team member {member} shares")),
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        max_age: TEAM_MAX_AGE,
+        max_bytes: TEAM_MAX_BYTES,
+        discard: stream::DiscardPolicy::Old,
+        mirror: Some(stream::Source {
+            name: subjects::TEAM_OUT_STREAM.to_owned(),
+            external: Some(stream::External {
+                api_prefix: format!("$JS.{member}.API"),
+                delivery_prefix: None,
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The stream on a member's own server of what the other members share, for the team projects
+/// in `projects`: one source a member stream on the hub (`members`), each filtered to those
+/// projects. A source added later starts at the beginning of what the hub keeps, so a new
+/// member, or a project shared later, catches up by itself.
+pub fn team_in_config(members: &[String], projects: &[String]) -> stream::Config {
+    let sources = if projects.is_empty() {
+        Vec::new()
+    } else {
+        members
+            .iter()
+            .map(|member| stream::Source {
+                name: subjects::team_member_stream(member),
+                external: Some(stream::External {
+                    api_prefix: format!("$JS.{}.API", subjects::TEAM_HUB_DOMAIN),
+                    delivery_prefix: None,
+                }),
+                subject_transforms: projects
+                    .iter()
+                    .map(|project| stream::SubjectTransform {
+                        source: subjects::team_project_subjects(project),
+                        destination: subjects::team_project_subjects(project),
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect()
+    };
+    stream::Config {
+        name: subjects::TEAM_IN_STREAM.to_owned(),
+        description: Some("mneme: what the team shares with this machine".to_owned()),
+        storage: stream::StorageType::File,
+        max_age: TEAM_MAX_AGE,
+        max_bytes: TEAM_MAX_BYTES,
+        discard: stream::DiscardPolicy::Old,
+        duplicate_window: DUPLICATE_WINDOW,
+        sources: Some(sources),
+        ..Default::default()
+    }
+}
+
 /// Create every stream that does not exist yet; existing streams are left as they are (a
 /// stream made before it had a byte limit keeps none until its owner updates it: `nats stream
 /// edit`, which only the admin identity may do).

@@ -346,7 +346,8 @@ pub fn current_dir() -> String {
         .unwrap_or_default()
 }
 
-fn hostname() -> String {
+/// This machine's name, as events record it.
+pub fn hostname() -> String {
     if let Ok(name) = std::env::var("HOSTNAME") {
         return name;
     }
@@ -388,14 +389,14 @@ pub const MAX_EVENT_BYTES: usize = 900 * 1024;
 
 /// Truncate the event's large fields so it fits in one NATS message.
 pub fn fit(event: &mut Event, sanitizer: &sanitize::Sanitizer) {
-    for_each_large_field(event, |field| {
+    event.for_each_text(|field| {
         if let (text, Some(_)) = sanitizer.truncate(field) {
             *field = text;
         }
     });
     if event.encoded_len() > MAX_EVENT_BYTES {
         // Many fields each under the limit can still add up; cut them all hard.
-        for_each_large_field(event, |field| {
+        event.for_each_text(|field| {
             if field.len() > 16 * 1024 {
                 let cut = field
                     .char_indices()
@@ -405,32 +406,5 @@ pub fn fit(event: &mut Event, sanitizer: &sanitize::Sanitizer) {
                 field.push_str("\n[… truncated by mneme-hook to fit one message …]");
             }
         });
-    }
-}
-
-fn for_each_large_field(event: &mut Event, mut f: impl FnMut(&mut String)) {
-    f(&mut event.extra_json);
-    match &mut event.payload {
-        Some(Payload::Prompt(p)) => f(&mut p.text),
-        Some(Payload::PreTool(t) | Payload::PostTool(t) | Payload::ToolFailure(t)) => {
-            f(&mut t.input_json);
-            f(&mut t.response_json);
-            f(&mut t.error);
-        }
-        Some(Payload::SubagentStart(s) | Payload::SubagentStop(s)) => f(&mut s.last_message),
-        Some(Payload::PreCompact(c) | Payload::PostCompact(c)) => {
-            f(&mut c.summary);
-            f(&mut c.custom_instructions);
-        }
-        Some(Payload::Stop(s)) => f(&mut s.last_message),
-        Some(Payload::Notification(n)) => f(&mut n.message),
-        Some(Payload::Unknown(u)) => f(&mut u.raw_json),
-        Some(Payload::Invalid(i)) => f(&mut i.excerpt),
-        Some(Payload::Memory(m)) => f(&mut m.text),
-        Some(Payload::Workflow(w)) => {
-            f(&mut w.situation);
-            f(&mut w.reason);
-        }
-        Some(Payload::SessionStart(_) | Payload::SessionEnd(_)) | None => {}
     }
 }

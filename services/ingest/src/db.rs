@@ -18,11 +18,13 @@ pub enum Stored {
     Duplicate,
 }
 
-/// Store one event: observation, full-text entry, session, compaction.
+/// Store one event: observation, full-text entry, session, compaction. `team_member` names the
+/// member whose machine the event came from through the team, empty for this machine's own.
 pub async fn store_event(
     tx: &mut SqliteConnection,
     event: &Event,
     obs: &Observation,
+    team_member: &str,
     dedup_window_ms: i64,
     now_ms: i64,
 ) -> sqlx::Result<Stored> {
@@ -84,7 +86,7 @@ pub async fn store_event(
         .execute(&mut *tx)
         .await?;
 
-    upsert_session(tx, event, obs).await?;
+    upsert_session(tx, event, obs, team_member).await?;
 
     if let Some(Payload::PreCompact(c) | Payload::PostCompact(c)) = &event.payload {
         let phase = if matches!(event.payload, Some(Payload::PreCompact(_))) {
@@ -126,6 +128,7 @@ async fn upsert_session(
     tx: &mut SqliteConnection,
     event: &Event,
     obs: &Observation,
+    team_member: &str,
 ) -> sqlx::Result<()> {
     let is_prompt = i64::from(obs.kind == "prompt");
     let is_tool = i64::from(matches!(obs.kind, "post_tool" | "tool_failure"));
@@ -137,8 +140,8 @@ async fn upsert_session(
     sqlx::query(
         "INSERT INTO sessions (id, agent, agent_version, project, cwd, host, user, model,
              transcript_path, started_at, last_event_at, event_count, prompt_count, tool_count,
-             error_count, ended_at, end_reason)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+             error_count, ended_at, end_reason, team_member)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET
              started_at = min(started_at, excluded.started_at),
              last_event_at = max(last_event_at, excluded.last_event_at),
@@ -170,6 +173,7 @@ async fn upsert_session(
     .bind(is_error)
     .bind(ended_at)
     .bind(end_reason)
+    .bind(team_member)
     .execute(&mut *tx)
     .await?;
     Ok(())

@@ -22,6 +22,7 @@ pub mod import;
 mod record;
 pub mod retention;
 pub mod sessions;
+mod team;
 mod worker;
 
 pub use record::{Observation, build_observation};
@@ -104,7 +105,9 @@ pub async fn run(
         config.exclude_globs = globs.iter().filter(|g| !g.is_empty()).cloned().collect();
     }
     config.max_output_chars = args.max_output_chars;
-    let sanitizer = sanitize::Sanitizer::new(&config).context("invalid exclude globs")?;
+    let sanitizer =
+        std::sync::Arc::new(sanitize::Sanitizer::new(&config).context("invalid exclude globs")?);
+    let sharing = std::sync::Arc::new(team::Sharing::new(common.home_dir()));
 
     let mut service = Service::start(&common, SERVICE).await?;
     // The worker ends on shutdown or on an error; the session requests end with it.
@@ -112,15 +115,29 @@ pub async fn run(
     let sessions = tokio::spawn(sessions::serve(
         service.client.clone(),
         service.store.pool().clone(),
+        sharing.clone(),
         sessions_stop.clone(),
     ));
     let retention = tokio::spawn(retention::serve(
         service.client.clone(),
         service.store.pool().clone(),
+        sharing.clone(),
         std::time::Duration::from_secs(args.retention_interval_secs),
         sessions_stop.clone(),
     ));
-    let worker = worker::Worker::new(&service, sanitizer, args);
+    let team = tokio::spawn(team_loop(
+        worker::Worker::new(
+            &service,
+            sanitizer.clone(),
+            args.clone(),
+            sharing.clone(),
+            worker::Origin::Team,
+        ),
+        sharing.clone(),
+        service.jetstream.clone(),
+        sessions_stop.clone(),
+    ));
+    let worker = worker::Worker::new(&service, sanitizer, args, sharing, worker::Origin::Local);
     let result = match worker.consume().await {
         Ok(batches) => {
             service.answer_health(&shutdown);
@@ -135,6 +152,9 @@ pub async fn run(
         Err(error) => tracing::warn!(%error, "session requests task failed"),
         Ok(Ok(())) => {}
     }
+    if let Err(error) = team.await {
+        tracing::warn!(%error, "team task failed");
+    }
     match retention.await {
         Ok(Err(error)) => tracing::warn!(error = %format!("{error:#}"), "retention failed"),
         Err(error) => tracing::warn!(%error, "retention task failed"),
@@ -142,4 +162,46 @@ pub async fn run(
     }
     service.stop().await;
     result
+}
+
+/// How often ingest looks whether this machine joined a team and its incoming stream exists.
+const TEAM_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Once this machine is in a team: make the stream of what it shares, wait for the stream of
+/// what the team shares (`mneme up` makes it, with its sources on the hub), then store what
+/// arrives there until `shutdown`.
+async fn team_loop(
+    worker: worker::Worker,
+    sharing: std::sync::Arc<team::Sharing>,
+    jetstream: async_nats::jetstream::Context,
+    shutdown: CancellationToken,
+) {
+    let batches = loop {
+        if sharing.current().is_some() {
+            match team::ensure_out_stream(&jetstream).await {
+                Ok(()) => {
+                    if jetstream
+                        .get_stream(proto::subjects::TEAM_IN_STREAM)
+                        .await
+                        .is_ok()
+                    {
+                        match worker.consume().await {
+                            Ok(batches) => break batches,
+                            Err(error) => {
+                                tracing::warn!(error = %format!("{error:#}"), "cannot read what the team shares yet")
+                            }
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(error = %format!("{error:#}"), "cannot make the team's outgoing stream yet")
+                }
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(TEAM_POLL) => {}
+        }
+    };
+    worker.run(batches, shutdown).await;
 }

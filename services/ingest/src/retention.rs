@@ -32,6 +32,7 @@ const NOT_MEMORIES: &str = "id <> 'memories' AND id NOT LIKE 'memories:%'";
 struct Retention {
     client: async_nats::Client,
     pool: SqlitePool,
+    sharing: std::sync::Arc<crate::team::Sharing>,
 }
 
 /// Apply the policy every `interval` (and at start), and answer policy requests, until
@@ -39,12 +40,14 @@ struct Retention {
 pub async fn serve(
     client: async_nats::Client,
     pool: SqlitePool,
+    sharing: std::sync::Arc<crate::team::Sharing>,
     interval: Duration,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let retention = Retention {
         client: client.clone(),
         pool: pool.clone(),
+        sharing: sharing.clone(),
     };
     let mut requests = Requests::new(
         retention,
@@ -61,7 +64,7 @@ pub async fn serve(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = tick.tick() => {
-                if let Err(error) = apply(&client, &pool).instrument(tracing::info_span!("ingest.retention")).await {
+                if let Err(error) = apply(&client, &pool, &sharing).instrument(tracing::info_span!("ingest.retention")).await {
                     tracing::warn!(error = %format!("{error:#}"), "retention run failed");
                 }
             }
@@ -107,13 +110,13 @@ async fn set_request(retention: Retention, request: proto::RetentionSetRequest) 
         return failed(format!("days must be at most {MAX_DAYS}"));
     }
     answered(match set(&retention.pool, &request).await {
-        Ok(()) => apply(&retention.client, &retention.pool).await,
+        Ok(()) => apply(&retention.client, &retention.pool, &retention.sharing).await,
         Err(error) => Err(error),
     })
 }
 
 async fn apply_request(retention: Retention, _: proto::RetentionApplyRequest) -> RetentionReply {
-    answered(apply(&retention.client, &retention.pool).await)
+    answered(apply(&retention.client, &retention.pool, &retention.sharing).await)
 }
 
 /// The policy and what its last run did.
@@ -155,6 +158,7 @@ async fn set(pool: &SqlitePool, request: &proto::RetentionSetRequest) -> anyhow:
 pub async fn apply(
     client: &async_nats::Client,
     pool: &SqlitePool,
+    sharing: &crate::team::Sharing,
 ) -> anyhow::Result<RetentionReply> {
     let policy = settings(pool).await?;
     let now = common::time::now_ms();
@@ -197,7 +201,7 @@ pub async fn apply(
                 error = format!("{reason}; the sessions stay archived until the next run");
                 break;
             }
-            let reply = crate::sessions::delete(client, pool, &ids).await?;
+            let reply = crate::sessions::delete(client, pool, sharing, &ids).await?;
             deleted += reply.sessions;
             if !reply.error.is_empty() {
                 error = reply.error;

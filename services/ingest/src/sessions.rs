@@ -15,17 +15,20 @@ pub const MAX_SESSIONS_PER_REQUEST: usize = 500;
 struct Sessions {
     client: async_nats::Client,
     pool: SqlitePool,
+    sharing: std::sync::Arc<crate::team::Sharing>,
 }
 
 /// Answer archive, delete and import requests until `shutdown` is cancelled.
 pub async fn serve(
     client: async_nats::Client,
     pool: SqlitePool,
+    sharing: std::sync::Arc<crate::team::Sharing>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let sessions = Sessions {
         client: client.clone(),
         pool,
+        sharing,
     };
     let requests = Requests::new(
         sessions,
@@ -83,7 +86,7 @@ async fn delete_request(
     if let Some(error) = check(&ids) {
         return failed(error);
     }
-    let result = delete(&sessions.client, &sessions.pool, &ids).await;
+    let result = delete(&sessions.client, &sessions.pool, &sessions.sharing, &ids).await;
     changed(ids.len(), result)
 }
 
@@ -187,12 +190,24 @@ const NOTICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Delete sessions with their observations, then announce it on `mneme.ingest.deleted` so the
 /// services holding rows made from them drop those too. The notice names every session asked
 /// for, so repeating a delete whose notice was lost repeats the clean-up; when it cannot be
-/// published, the reply says so and asks for the delete to be repeated.
+/// published, the reply says so and asks for the delete to be repeated. The deletion of this
+/// machine's own sessions of a shared project is shared with the team first, so a delete that
+/// could not be shared deletes nothing here and can be asked again.
 pub(crate) async fn delete(
     client: &async_nats::Client,
     pool: &SqlitePool,
+    sharing: &crate::team::Sharing,
     ids: &[String],
 ) -> anyhow::Result<proto::SessionsChangedReply> {
+    if let Err(error) = crate::team::share_deletion(client, pool, sharing, ids).await {
+        tracing::warn!(error = %format!("{error:#}"), "a deletion was not shared with the team");
+        return Ok(proto::SessionsChangedReply {
+            error: format!(
+                "nothing was deleted: the deletion could not be shared with the team ({error:#}); repeat the delete"
+            ),
+            ..Default::default()
+        });
+    }
     let mut reply = delete_rows(pool, ids).await?;
     if let Err(reason) = announce_deleted(client, ids).await {
         tracing::warn!(%reason, sessions = ids.len(), "deleted sessions were not announced");

@@ -3,6 +3,7 @@
 
 use crate::db::{self, Stored};
 use crate::record::{Observation, build_observation};
+use crate::team::Sharing;
 use crate::{IngestArgs, SERVICE};
 use anyhow::Context as _;
 use async_nats::jetstream::{self, AckKind};
@@ -23,11 +24,23 @@ const ACK_WAIT: Duration = Duration::from_secs(10);
 const EXCERPT_BYTES: usize = 512;
 
 pub struct Worker {
+    client: async_nats::Client,
     jetstream: jetstream::Context,
     store: store::Store,
-    sanitizer: sanitize::Sanitizer,
+    sanitizer: Arc<sanitize::Sanitizer>,
     args: IngestArgs,
     counters: Arc<Counters>,
+    sharing: Arc<Sharing>,
+    origin: Origin,
+}
+
+/// Where the messages a worker reads come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// This machine's hooks, api and imports (`MNEME_EVENTS`).
+    Local,
+    /// The other members of this machine's team (`MNEME_TEAM_IN`).
+    Team,
 }
 
 /// A message after decoding, before storing.
@@ -36,7 +49,11 @@ enum Item {
         event: Box<Event>,
         observation: Box<Observation>,
         span: tracing::Span,
+        /// The team member the event came from; empty for this machine's own.
+        member: String,
     },
+    /// Sessions a team member deleted on their machine.
+    TeamDeleted(Vec<String>),
     /// A dead letter, with the session of its event when the event could be read that far.
     Dead(DeadLetter, String),
     Skip,
@@ -46,27 +63,39 @@ enum Item {
 enum Emit {
     Stored(ObservationStored, tracing::Span),
     Dead(DeadLetter),
+    /// An event of this machine's own, for the team.
+    Share(common::streams::Announcement),
+    /// Sessions to delete, as a team member did.
+    Delete(Vec<String>),
 }
 
 /// The batches of events the worker reads.
 pub type Batches = std::pin::Pin<Box<dyn futures::Stream<Item = Vec<jetstream::Message>> + Send>>;
 
 impl Worker {
-    pub fn new(service: &Service, sanitizer: sanitize::Sanitizer, args: IngestArgs) -> Worker {
+    pub fn new(
+        service: &Service,
+        sanitizer: Arc<sanitize::Sanitizer>,
+        args: IngestArgs,
+        sharing: Arc<Sharing>,
+        origin: Origin,
+    ) -> Worker {
         Worker {
+            client: service.client.clone(),
             jetstream: service.jetstream.clone(),
             store: service.store.clone(),
             sanitizer,
             args,
             counters: service.counters.clone(),
+            sharing,
+            origin,
         }
     }
 
-    /// Open (or create) the durable consumer of hook events.
+    /// Open (or create) the durable consumer of hook events, or of what the team shares.
     pub async fn consume(&self) -> anyhow::Result<Batches> {
-        let batches = common::streams::pull_batches(
-            &self.jetstream,
-            common::streams::Durable {
+        let durable = match self.origin {
+            Origin::Local => common::streams::Durable {
                 stream: subjects::EVENTS_STREAM,
                 name: subjects::INGEST_CONSUMER,
                 description: "ingest: sanitise and store hook events",
@@ -74,8 +103,16 @@ impl Worker {
                 ack_wait: ACK_WAIT,
                 batch: self.args.batch,
             },
-        )
-        .await?;
+            Origin::Team => common::streams::Durable {
+                stream: subjects::TEAM_IN_STREAM,
+                name: subjects::INGEST_TEAM_CONSUMER,
+                description: "ingest: store what the team shares",
+                filter_subjects: &[],
+                ack_wait: ACK_WAIT,
+                batch: self.args.batch,
+            },
+        };
+        let batches = common::streams::pull_batches(&self.jetstream, durable).await?;
         Ok(Box::pin(batches))
     }
 
@@ -145,6 +182,35 @@ impl Worker {
 
     fn decode(&self, message: &jetstream::Message) -> Item {
         let size = message.payload.len();
+        let mut member = String::new();
+        if self.origin == Origin::Team {
+            let Some(from) = crate::team::from_team(&message.subject) else {
+                return Item::Dead(
+                    self.dead_letter(
+                        message,
+                        "not a team subject".to_owned(),
+                        String::new(),
+                        size,
+                    ),
+                    String::new(),
+                );
+            };
+            if from.what == "deleted" {
+                return match proto::SessionsDeleted::decode(message.payload.as_ref()) {
+                    Ok(deleted) => Item::TeamDeleted(deleted.session_ids),
+                    Err(error) => Item::Dead(
+                        self.dead_letter(
+                            message,
+                            format!("payload is not a deletion notice: {error}"),
+                            String::new(),
+                            size,
+                        ),
+                        String::new(),
+                    ),
+                };
+            }
+            member = from.member.to_owned();
+        }
         let event = match Event::decode(message.payload.as_ref()) {
             Ok(event) => event,
             Err(error) => {
@@ -159,10 +225,11 @@ impl Worker {
                 );
             }
         };
+        let (event_id, session_id) = (event.id.clone(), event.session_id.clone());
         let reject = |reason: String| {
             Item::Dead(
-                self.dead_letter(message, reason, event.id.clone(), size),
-                event.session_id.clone(),
+                self.dead_letter(message, reason, event_id.clone(), size),
+                session_id.clone(),
             )
         };
         if event.schema_version == 0 || event.schema_version > proto::SCHEMA_VERSION {
@@ -191,6 +258,21 @@ impl Worker {
         }
         if event.session_id.is_empty() {
             return reject("event has no session id".to_owned());
+        }
+        let mut event = event;
+        if self.origin == Origin::Team {
+            let Some(team) = self.sharing.current() else {
+                // Left the team with messages still on their way: they are not kept.
+                return Item::Skip;
+            };
+            let from = crate::team::from_team(&message.subject).expect("read above");
+            if let Err(reason) = crate::team::localise(&team, &mut event, &from) {
+                if team.local_path(from.project).is_none() {
+                    tracing::debug!(%reason, "team event skipped");
+                    return Item::Skip;
+                }
+                return reject(reason);
+            }
         }
         if self
             .args
@@ -221,6 +303,7 @@ impl Worker {
             event: Box::new(event),
             observation: Box::new(observation),
             span,
+            member,
         }
     }
 
@@ -262,7 +345,7 @@ impl Worker {
                 .map(|i| i.stream_sequence)
                 .unwrap_or_default();
             let session = session_of(item);
-            if seq > 0 && !session.is_empty() {
+            if self.origin == Origin::Local && seq > 0 && !session.is_empty() {
                 db::record_event_message(&mut tx, seq, &session, &event_id_of(item)).await?;
             }
             match item {
@@ -270,11 +353,13 @@ impl Worker {
                     event,
                     observation,
                     span,
+                    member,
                 } => {
                     let stored = db::store_event(
                         &mut tx,
                         event,
                         observation,
+                        member,
                         self.args.dedup_window_ms,
                         now,
                     )
@@ -304,7 +389,15 @@ impl Worker {
                         },
                         span.clone(),
                     ));
+                    if self.origin == Origin::Local
+                        && let Some(team) = self.sharing.current()
+                        && let Some(share) =
+                            crate::team::share(&team, event, observation, &self.sanitizer, span)
+                    {
+                        emits.push(Emit::Share(share));
+                    }
                 }
+                Item::TeamDeleted(ids) => emits.push(Emit::Delete(ids.clone())),
                 Item::Dead(letter, _) => {
                     if db::store_dead_letter(&mut tx, SERVICE, seq, letter).await? {
                         tracing::warn!(reason = %letter.reason, subject = %letter.subject, "dead-lettered");
@@ -320,8 +413,16 @@ impl Worker {
 
     /// Publish notifications (deduplicated by JetStream, so a redelivery is harmless), then ack.
     async fn finish(&self, messages: &[jetstream::Message], emits: Vec<Emit>) {
+        let mut deletes = Vec::new();
         let announcements = emits
             .into_iter()
+            .filter_map(|emit| match emit {
+                Emit::Delete(ids) => {
+                    deletes.push(ids);
+                    None
+                }
+                emit => Some(emit),
+            })
             .map(|emit| match emit {
                 Emit::Stored(stored, span) => common::streams::Announcement {
                     subject: subjects::OBSERVATION_STORED.to_owned(),
@@ -335,11 +436,31 @@ impl Worker {
                     span: None,
                     payload: letter.encode_to_vec().into(),
                 },
+                Emit::Share(share) => share,
+                Emit::Delete(_) => unreachable!("taken out above"),
             })
             .collect();
         if !common::streams::announce(&self.jetstream, announcements).await {
             tracing::warn!("the batch will be redelivered");
             return self.nak(messages).await;
+        }
+        // What the team deleted goes after everything stored before it in the same batch; a
+        // failed delete gives the batch back, and deleting again repeats only the clean-up.
+        for ids in deletes {
+            let pool = self.store.pool();
+            match crate::sessions::delete(&self.client, pool, &self.sharing, &ids).await {
+                Ok(reply) if reply.error.is_empty() => {
+                    tracing::info!(sessions = reply.sessions, "deleted as the team did");
+                }
+                Ok(reply) => {
+                    tracing::warn!(error = %reply.error, "deleting as the team did failed; the batch will be redelivered");
+                    return self.nak(messages).await;
+                }
+                Err(error) => {
+                    tracing::warn!(error = %format!("{error:#}"), "deleting as the team did failed; the batch will be redelivered");
+                    return self.nak(messages).await;
+                }
+            }
         }
         for message in messages {
             if let Err(error) = message.ack().await {
@@ -362,7 +483,7 @@ fn event_id_of(item: &Item) -> String {
     match item {
         Item::Event { event, .. } => event.id.clone(),
         Item::Dead(letter, _) => letter.event_id.clone(),
-        Item::Skip => String::new(),
+        Item::Skip | Item::TeamDeleted(_) => String::new(),
     }
 }
 
@@ -370,6 +491,6 @@ fn session_of(item: &Item) -> String {
     match item {
         Item::Event { event, .. } => event.session_id.clone(),
         Item::Dead(_, session) => session.clone(),
-        Item::Skip => String::new(),
+        Item::Skip | Item::TeamDeleted(_) => String::new(),
     }
 }

@@ -23,6 +23,7 @@ mod ports;
 mod progress;
 mod serve;
 mod status;
+mod team;
 mod token;
 mod up;
 
@@ -122,6 +123,11 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         users: Option<std::path::PathBuf>,
     },
+    /// Team memory: join a hub, share projects, and see what flows.
+    Team {
+        #[command(subcommand)]
+        command: team::TeamCommand,
+    },
     /// Print the api's token (for the dashboard, scripts and MCP over HTTP), or rotate it.
     Token(token::TokenArgs),
     /// Serve mneme's MCP tools over stdio (no subcommand), or register them with agent hosts.
@@ -204,6 +210,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             (None, None) => unreachable!("clap requires --out or --users"),
         },
         Command::Token(args) => token::run(args),
+        Command::Team { command } => team::run(command).await,
     }
 }
 

@@ -132,7 +132,7 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
             json!({"id": h.id, "session_id": h.session_id, "project": h.project,
                 "kind": h.kind, "title": h.title, "snippet": h.snippet,
                 "occurred_at_ms": h.occurred_at_ms, "score": h.score,
-                "relevance": h.relevance, "found_by": h.found_by})
+                "relevance": h.relevance, "found_by": h.found_by, "origin": h.origin})
         };
         let hits: Vec<Value> = reply.hits.iter().map(hit_json).collect();
         let mut out = json!({"query": request.query, "mode": reply.mode, "hits": hits});
@@ -153,8 +153,13 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
         println!("no results for {:?} ({})", request.query, reply.mode);
     }
     let print_hit = |hit: &proto::SearchHit, indent: &str| {
+        let origin = if hit.origin.is_empty() {
+            String::new()
+        } else {
+            format!(" (from {})", hit.origin)
+        };
         println!(
-            "{indent}#{:<6} {} {:<10} {}",
+            "{indent}#{:<6} {} {:<10} {}{origin}",
             hit.id,
             common::time::utc_day(hit.occurred_at_ms),
             hit.kind,

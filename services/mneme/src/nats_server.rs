@@ -6,6 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+/// The log of the local nats-server whose JetStream stores under `store_dir`.
+pub fn log_path(store_dir: &Path) -> PathBuf {
+    store_dir.join("nats-server.log")
+}
+
 /// A running nats-server child process.
 pub struct LocalNats {
     child: tokio::process::Child,
@@ -41,21 +46,35 @@ pub fn find(explicit: Option<&Path>) -> Option<PathBuf> {
 impl LocalNats {
     /// Start nats-server on 127.0.0.1:`port` with JetStream storing under `store_dir` (at most
     /// 8 GB, above the streams' own byte limits, so the disk it takes has a bound), admitting
-    /// only the users of `authorization` (a block from `common::access::authorization`). The
-    /// configuration is written beside the store as `nats-server.conf`, owner-only.
+    /// only the users of `authorization` (a block from `common::access::authorization`). In a
+    /// team, the server is a leaf node of the hub under a JetStream domain of its own, the
+    /// member's name (see `common::team`). The configuration, which then holds the hub's
+    /// credentials, is written beside the store as `nats-server.conf`, owner-only.
     pub async fn start(
         binary: &Path,
         port: u16,
         store_dir: &Path,
         authorization: &str,
+        team: Option<&common::team::Team>,
     ) -> anyhow::Result<LocalNats> {
         store::create_private_dirs(store_dir)
             .with_context(|| format!("creating {}", store_dir.display()))?;
         let config = store_dir.join("nats-server.conf");
+        let (domain, leaf) = match team {
+            Some(team) => (
+                format!(", domain: {:?}", team.member),
+                team.leaf_block().context("the team's hub settings")?,
+            ),
+            None => (String::new(), String::new()),
+        };
+        // The server's own log, bounded, is where a refused or unreachable hub shows first;
+        // `mneme team status` reads it to say what is wrong.
         let text = format!(
             "# Written by `mneme up` at every start: edits are replaced.\n\
              server_name: mneme-local\nlisten: \"127.0.0.1:{port}\"\n\
-             jetstream {{ store_dir: {:?}, max_file_store: 8GB }}\n{authorization}",
+             log_file: {:?}\nlogfile_size_limit: 10MB\nlogfile_max_num: 2\n\
+             jetstream {{ store_dir: {:?}, max_file_store: 8GB{domain} }}\n{authorization}{leaf}",
+            log_path(store_dir).display().to_string(),
             store_dir.display().to_string()
         );
         store::private_file(&config).with_context(|| format!("creating {}", config.display()))?;

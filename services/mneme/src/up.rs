@@ -78,13 +78,18 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         let keys = common.nats_keys_dir();
         let users = common::access::ensure_keys(&keys)?;
         let store_dir = common.home_dir().join("nats");
+        let team = common::team::Team::load(&common.home_dir())?;
         let server = LocalNats::start(
             &binary,
             nats_port,
             &store_dir,
             &common::access::authorization(&users),
+            team.as_ref(),
         )
         .await?;
+        if let Some(team) = &team {
+            tracing::info!(member = %team.member, hub = %team.hub.join(","), "a leaf node of the team's hub");
+        }
         common.nats_url = server.url.clone();
         common.nats_token = None;
         common.nats_nkey = None;
@@ -114,6 +119,7 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
 
     tokio::spawn(drain_spool(common.clone(), shutdown.clone()));
     tokio::spawn(announce_ready(common.clone(), started, shutdown.clone()));
+    tokio::spawn(crate::team::keep(common.clone(), shutdown.clone()));
     let result = tokio::try_join!(
         ingest::run(common.clone(), ingest_args, shutdown.clone()),
         retrieval::run(common.clone(), retrieval_args, shutdown.clone()),

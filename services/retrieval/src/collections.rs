@@ -350,6 +350,7 @@ pub async fn ask(
                 score: relevance,
                 relevance,
                 found_by,
+                origin: String::new(),
             })
         })
         .collect();

@@ -339,6 +339,7 @@ impl Searcher {
                     score,
                     relevance,
                     found_by,
+                    origin: String::new(),
                 })
             })
             .collect();
@@ -357,7 +358,36 @@ impl Searcher {
             }
             hits
         };
+        let mut hits = hits;
+        self.fill_origins(&mut hits).await?;
         Ok((hits, mode))
+    }
+
+    /// Name the team member whose machine each hit's session ran on, for memory that came
+    /// through the team (ingest records it on the session).
+    async fn fill_origins(&self, hits: &mut [SearchHit]) -> anyhow::Result<()> {
+        let mut sessions: Vec<&str> = hits.iter().map(|h| h.session_id.as_str()).collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        if sessions.is_empty() {
+            return Ok(());
+        }
+        let marks = vec!["?"; sessions.len()].join(", ");
+        let sql = format!(
+            "SELECT id, team_member FROM sessions WHERE team_member <> '' AND id IN ({marks})"
+        );
+        let mut query = sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql));
+        for session in &sessions {
+            query = query.bind(*session);
+        }
+        let origins: HashMap<String, String> =
+            query.fetch_all(&self.pool).await?.into_iter().collect();
+        for hit in hits {
+            if let Some(origin) = origins.get(&hit.session_id) {
+                hit.origin = origin.clone();
+            }
+        }
+        Ok(())
     }
 
     async fn rows_by_id(

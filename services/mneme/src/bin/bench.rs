@@ -96,7 +96,7 @@ impl Bed {
                 .as_deref(),
         )
         .context(nats_server::INSTALL_HINT)?;
-        let nats = LocalNats::start(&binary, port, &home.path().join("nats"), "").await?;
+        let nats = LocalNats::start(&binary, port, &home.path().join("nats"), "", None).await?;
         let mut common = common::CommonArgs::from_env();
         common.nats_url = nats.url.clone();
         common.home = Some(home.path().to_owned());
