@@ -39,11 +39,12 @@ struct Hub {
 }
 
 impl Hub {
-    fn start(members: &[String]) -> Hub {
+    /// A hub of `nodes` servers (one, or a cluster) admitting `members`' public keys.
+    fn start(nodes: usize, members: &[String]) -> Hub {
         let dir = tempfile::tempdir().unwrap();
-        let client_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let leaf_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let route_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let client_ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
+        let leaf_ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
+        let route_ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
         let routes = route_ports
             .iter()
             .map(|p| format!("\"nats-route://127.0.0.1:{p}\""))
@@ -68,12 +69,18 @@ impl Hub {
                 format!(
                     "server_name: hub{i}\nlisten: 127.0.0.1:{}\n\
                      jetstream {{ store_dir: {:?}, domain: hub }}\n\
-                     cluster {{ name: hub, listen: 127.0.0.1:{}, routes: [{routes}] }}\n\
+                     {}\n\
                      leafnodes {{ listen: 127.0.0.1:{}, no_advertise: true }}\n\
                      authorization {{ users = [{users}] }}\n",
                     hub.client_ports[i],
                     hub.dir.path().join(format!("js{i}")).display().to_string(),
-                    route_port,
+                    if nodes > 1 {
+                        format!(
+                            "cluster {{ name: hub, listen: 127.0.0.1:{route_port}, routes: [{routes}] }}"
+                        )
+                    } else {
+                        String::new()
+                    },
                     hub.leaf_ports[i],
                 ),
             )
@@ -370,14 +377,21 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
     let keys = tempfile::tempdir().unwrap();
     let (alice_seed, alice_key) = seed_for(keys.path(), "alice");
     let (bob_seed, bob_key) = seed_for(keys.path(), "bob");
-    let mut hub = Hub::start(&[alice_key, bob_key]);
+    let mut hub = Hub::start(3, &[alice_key, bob_key]);
     let proxy = Proxy::start(hub.leaf_ports[2]).await;
 
     let mut a = Laptop::new();
     let mut b = Laptop::new();
     let a_p = a.project("payments");
     let a_q = a.project("secret-q");
+    // B's checkout declares its team name in the repository, so B shares it without being told.
     let b_p = b.project("payments-checkout");
+    std::fs::create_dir_all(Path::new(&b_p).join(".mneme")).unwrap();
+    std::fs::write(
+        Path::new(&b_p).join(".mneme/team.yaml"),
+        "project: payments\n",
+    )
+    .unwrap();
     a.mneme(&[
         "team",
         "join",
@@ -403,7 +417,6 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
         "--name",
         "bob",
     ]);
-    b.mneme(&["team", "share", &b_p, "--as", "payments"]);
     // No secret reaches the team file: only the path of the seed.
     let team_file = std::fs::read_to_string(a.home.path().join("team.yaml")).unwrap();
     let seed = std::fs::read_to_string(&alice_seed).unwrap();
@@ -416,6 +429,8 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
     })
     .await;
     assert!(linked.is_ok(), "links: {} / {}", a.status(), b.status());
+    // B's first event in the declared project makes it shared there.
+    b.run_command("b-p-0", &b_p, "heron review note start");
     // Each laptop's incoming stream sources the other's stream on the hub.
     wait_until(Duration::from_secs(30), || async {
         let a_js = async_nats::jetstream::new(a.client().await);
@@ -516,7 +531,9 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
     assert!(hits.iter().all(|h| h["origin"] == "alice"), "{found}");
     // And B's own memory went the other way.
     let heron = "SELECT count(*) FROM observations WHERE body LIKE '%heron review note%'";
-    assert_eq!(settle(&a, heron, 20, Duration::from_secs(60)).await, 20);
+    assert_eq!(settle(&a, heron, 21, Duration::from_secs(60)).await, 21);
+    let b_team = std::fs::read_to_string(b.home.path().join("team.yaml")).unwrap();
+    assert!(b_team.contains("name: payments"), "{b_team}");
 
     // Q never left A: not on the hub, not in B's store or streams.
     assert!(
@@ -566,7 +583,7 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
         .into_iter()
         .filter(|(s, _)| s == "mneme.team.payments.bob.event")
         .count();
-    assert_eq!(bob_events, 520, "the hub holds each of B's events once");
+    assert_eq!(bob_events, 521, "the hub holds each of B's events once");
 
     // A deletes one of its sessions: the deletion reaches B.
     let gone = "a-p-1";
@@ -596,4 +613,78 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
     );
     // The rest of A's memory stays on B.
     assert_eq!(b.count(zebra).await, 150);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_credentials_and_a_taken_name_are_said_with_what_to_do() {
+    let keys = tempfile::tempdir().unwrap();
+    let (listed_seed, listed_key) = seed_for(keys.path(), "listed");
+    let (stranger_seed, _) = seed_for(keys.path(), "stranger");
+    let (twin_seed, twin_key) = seed_for(keys.path(), "twin");
+    let hub = Hub::start(1, &[listed_key, twin_key]);
+
+    // A key the hub does not list: the link never comes up, and status says why.
+    let mut stranger = Laptop::new();
+    stranger.mneme(&[
+        "team",
+        "join",
+        &hub.leaf_url(0),
+        "--nkey",
+        stranger_seed.to_str().unwrap(),
+        "--name",
+        "stranger",
+    ]);
+    stranger.start();
+    let refused = wait_until(Duration::from_secs(30), || async {
+        stranger.status()["link"]
+            .as_str()
+            .is_some_and(|l| l.contains("refused this machine's credentials"))
+    })
+    .await;
+    assert!(refused.is_ok(), "{}", stranger.status());
+
+    // Two machines under one member name: the second is told the name is taken.
+    let mut first = Laptop::new();
+    first.mneme(&[
+        "team",
+        "join",
+        &hub.leaf_url(0),
+        "--nkey",
+        listed_seed.to_str().unwrap(),
+        "--name",
+        "same",
+    ]);
+    first.start();
+    wait_until(Duration::from_secs(30), || async {
+        first.status()["link"] == "connected"
+    })
+    .await
+    .expect("the first machine links");
+    let mut second = Laptop::new();
+    second.mneme(&[
+        "team",
+        "join",
+        &hub.leaf_url(0),
+        "--nkey",
+        twin_seed.to_str().unwrap(),
+        "--name",
+        "same",
+    ]);
+    second.start();
+    let taken = wait_until(Duration::from_secs(30), || async {
+        second.status()["link"]
+            .as_str()
+            .is_some_and(|l| l.contains("is taken by another machine"))
+    })
+    .await;
+    assert!(taken.is_ok(), "{}", second.status());
+
+    // A secret never goes on a command line: a hub URL with credentials is refused.
+    let output = Command::new(binary("mneme"))
+        .args(["team", "join", "nats-leaf://user:pw@127.0.0.1:7422"])
+        .envs(Laptop::new().env())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("in a file"));
 }

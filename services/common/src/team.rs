@@ -35,6 +35,10 @@ pub struct Team {
     /// The projects this machine shares, each under its team name.
     #[serde(default)]
     pub shared: Vec<Shared>,
+    /// Checkouts whose repository declares a team name (`.mneme/team.yaml`) that this machine
+    /// was told not to share (`mneme team unshare`), so the declaration is not taken up again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declined: Vec<String>,
 }
 
 /// A file holding the hub's credentials for this machine.
@@ -159,6 +163,23 @@ impl Team {
             .map(|s| s.name.as_str())
     }
 
+    /// The team name under which the project at `project` is shared: the one this machine
+    /// chose, else the one its repository declares, unless this machine declined it.
+    /// `declared` reads a repository's declaration (callers cache it).
+    pub fn shared_name(
+        &self,
+        project: &str,
+        declared: impl FnOnce(&str) -> Option<String>,
+    ) -> Option<String> {
+        if let Some(name) = self.team_project(project) {
+            return Some(name.to_owned());
+        }
+        if project.is_empty() || self.declined.iter().any(|d| d == project) {
+            return None;
+        }
+        declared(project).filter(|name| self.local_path(name).is_none())
+    }
+
     /// This machine's checkout of the team project `name`, when it shares it.
     pub fn local_path(&self, name: &str) -> Option<&str> {
         self.shared
@@ -233,6 +254,7 @@ mod tests {
                 name: "payments".to_owned(),
                 path: "/src/payments".to_owned(),
             }],
+            declined: Vec::new(),
         }
     }
 
@@ -288,6 +310,28 @@ mod tests {
         );
         assert!(block.contains("deny_imports: [\"mneme.>\"]"));
         assert!(block.contains("deny_exports: [\"mneme.>\"]"));
+    }
+
+    #[test]
+    fn a_declared_name_is_taken_unless_declined_or_already_used() {
+        let mut t = team();
+        let declared = |_: &str| Some("billing".to_owned());
+        assert_eq!(
+            t.shared_name("/src/payments", declared).as_deref(),
+            Some("payments")
+        );
+        assert_eq!(
+            t.shared_name("/src/billing", declared).as_deref(),
+            Some("billing")
+        );
+        assert_eq!(t.shared_name("/src/other", |_| None), None);
+        // A second checkout declaring a name this machine already shares from elsewhere.
+        assert_eq!(
+            t.shared_name("/src/copy", |_| Some("payments".to_owned())),
+            None
+        );
+        t.declined.push("/src/billing".to_owned());
+        assert_eq!(t.shared_name("/src/billing", declared), None);
     }
 
     #[test]

@@ -21,10 +21,15 @@ use std::time::{Duration, Instant, SystemTime};
 /// takes effect without restarting ingest.
 const RECHECK: Duration = Duration::from_secs(1);
 
-/// This machine's team, as its file says now.
+/// How long what a repository's `.mneme/team.yaml` declares is trusted before it is read
+/// again: a file read per event would cost more than the event.
+const DECLARATION_TTL: Duration = Duration::from_secs(30);
+
+/// This machine's team, as its file says now, and what the repositories declare.
 pub struct Sharing {
     home: PathBuf,
     cached: Mutex<Cached>,
+    declared: Mutex<std::collections::HashMap<String, (Instant, Option<String>)>>,
 }
 
 struct Cached {
@@ -42,7 +47,25 @@ impl Sharing {
                 stamp: None,
                 team: None,
             }),
+            declared: Mutex::new(Default::default()),
         }
+    }
+
+    /// The team name under which `team` shares the project at `project`, if it does (see
+    /// `Team::shared_name`), reading the repository's declaration at most once a
+    /// [`DECLARATION_TTL`].
+    pub fn shared_name(&self, team: &Team, project: &str) -> Option<String> {
+        team.shared_name(project, |project| {
+            let mut declared = self.declared.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((at, name)) = declared.get(project)
+                && at.elapsed() < DECLARATION_TTL
+            {
+                return name.clone();
+            }
+            let name = common::team::declared_name(std::path::Path::new(project));
+            declared.insert(project.to_owned(), (Instant::now(), name.clone()));
+            name
+        })
     }
 
     /// The team file as it is now: read again when it changed, at most once a [`RECHECK`]. A
@@ -77,13 +100,14 @@ impl Sharing {
 /// project: the event scrubbed again with ingest's sanitiser (which may be stricter than the
 /// hook's), and nothing at all when it touched a file the exclude globs keep private.
 pub fn share(
+    sharing: &Sharing,
     team: &Team,
     event: &Event,
     observation: &Observation,
     sanitizer: &sanitize::Sanitizer,
     span: &tracing::Span,
 ) -> Option<common::streams::Announcement> {
-    let project = team.team_project(&event.project)?;
+    let project = sharing.shared_name(team, &event.project)?;
     if observation.meta.get("excluded").is_some() {
         return None;
     }
@@ -94,7 +118,7 @@ pub fn share(
         }
     });
     Some(common::streams::Announcement {
-        subject: subjects::team_event_subject(project, &team.member),
+        subject: subjects::team_event_subject(&project, &team.member),
         id: format!("team-{}", event.id),
         span: Some(span.clone()),
         payload: shared.encode_to_vec().into(),
@@ -156,7 +180,7 @@ pub async fn share_deletion(
     let Some(team) = sharing.current() else {
         return Ok(());
     };
-    let mut by_project: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    let mut by_project: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for id in ids {
         let row: Option<(String,)> =
             sqlx::query_as("SELECT project FROM sessions WHERE id = ? AND team_member = ''")
@@ -165,7 +189,7 @@ pub async fn share_deletion(
                 .await
                 .context("reading the sessions to delete")?;
         if let Some((project,)) = row
-            && let Some(name) = team.team_project(&project)
+            && let Some(name) = sharing.shared_name(&team, &project)
         {
             by_project.entry(name).or_default().push(id.clone());
         }
@@ -179,7 +203,7 @@ pub async fn share_deletion(
         let published = async {
             jetstream
                 .publish(
-                    subjects::team_deleted_subject(project, &team.member),
+                    subjects::team_deleted_subject(&project, &team.member),
                     notice.encode_to_vec().into(),
                 )
                 .await?
@@ -191,7 +215,7 @@ pub async fn share_deletion(
             .context("sharing the deletion: jetstream did not acknowledge in time")?
             .context("sharing the deletion with the team")?;
         tracing::info!(
-            project,
+            %project,
             sessions = notice.session_ids.len(),
             "deletion shared with the team"
         );
@@ -223,6 +247,7 @@ mod tests {
                 name: "payments".to_owned(),
                 path: "/home/bob/payments".to_owned(),
             }],
+            declined: Vec::new(),
         }
     }
 
@@ -263,7 +288,8 @@ mod tests {
         };
         let observation = crate::record::build_observation(&event, &sanitizer);
         let span = tracing::Span::none();
-        let shared = share(&team(), &event, &observation, &sanitizer, &span).unwrap();
+        let sharing = Sharing::new(std::env::temp_dir());
+        let shared = share(&sharing, &team(), &event, &observation, &sanitizer, &span).unwrap();
         assert_eq!(shared.subject, "mneme.team.payments.bob.event");
         let sent = Event::decode(shared.payload).unwrap();
         let Some(proto::event::Payload::Prompt(prompt)) = sent.payload else {
@@ -272,6 +298,14 @@ mod tests {
         assert!(!prompt.text.contains(secret), "{}", prompt.text);
 
         event.project = "/home/bob/private".to_owned();
-        assert!(share(&team(), &event, &observation, &sanitizer, &span).is_none());
+        assert!(share(&sharing, &team(), &event, &observation, &sanitizer, &span).is_none());
+
+        // A repository that declares its team name is shared without being listed.
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir(repo.path().join(".mneme")).unwrap();
+        std::fs::write(repo.path().join(".mneme/team.yaml"), "project: billing\n").unwrap();
+        event.project = repo.path().display().to_string();
+        let shared = share(&sharing, &team(), &event, &observation, &sanitizer, &span).unwrap();
+        assert_eq!(shared.subject, "mneme.team.billing.bob.event");
     }
 }

@@ -391,8 +391,14 @@ impl Worker {
                     ));
                     if self.origin == Origin::Local
                         && let Some(team) = self.sharing.current()
-                        && let Some(share) =
-                            crate::team::share(&team, event, observation, &self.sanitizer, span)
+                        && let Some(share) = crate::team::share(
+                            &self.sharing,
+                            &team,
+                            event,
+                            observation,
+                            &self.sanitizer,
+                            span,
+                        )
                     {
                         emits.push(Emit::Share(share));
                     }

@@ -155,7 +155,11 @@ async fn join(
             .map(|t| t.machine.clone())
             .unwrap_or_else(|| proto::new_event_id()[16..].to_owned()),
         credentials,
-        shared: previous.map(|t| t.shared).unwrap_or_default(),
+        shared: previous
+            .as_ref()
+            .map(|t| t.shared.clone())
+            .unwrap_or_default(),
+        declined: previous.map(|t| t.declined).unwrap_or_default(),
     };
     // The credentials are read now, so a wrong file is said here and not at the next start.
     team.leaf_block()
@@ -259,6 +263,7 @@ fn share(common: &CommonArgs, project: &Path, name: Option<String>) -> anyhow::R
         );
     }
     team.shared.retain(|s| s.path != path);
+    team.declined.retain(|d| *d != path);
     team.shared.push(Shared {
         name: name.clone(),
         path: path.clone(),
@@ -279,13 +284,23 @@ fn unshare(common: &CommonArgs, project: &str) -> anyhow::Result<()> {
         .ok()
         .filter(|p| p.is_dir())
         .map(|p| hosts::adapter::project_of(&p.to_string_lossy()));
-    let before = team.shared.len();
-    team.shared
-        .retain(|s| s.name != project && Some(&s.path) != path.as_ref());
+    let (kept, dropped): (Vec<Shared>, Vec<Shared>) = team
+        .shared
+        .into_iter()
+        .partition(|s| s.name != project && Some(&s.path) != path.as_ref());
+    team.shared = kept;
     anyhow::ensure!(
-        team.shared.len() < before,
+        !dropped.is_empty(),
         "{project:?} is not shared; `mneme team status` lists what is"
     );
+    // A repository that declares its team name would be shared again by its declaration.
+    for shared in dropped {
+        if common::team::declared_name(Path::new(&shared.path)).is_some()
+            && !team.declined.contains(&shared.path)
+        {
+            team.declined.push(shared.path);
+        }
+    }
     team.save(&home)?;
     println!("{project} is no longer shared; what was shared stays with the team");
     Ok(())
@@ -412,6 +427,7 @@ pub async fn align(client: &async_nats::Client, home: &Path) -> anyhow::Result<(
         }
         return Ok(());
     };
+    let team = adopt_declared(home, team).await?;
     let hub = hub_context(client);
     ensure_member_stream(&hub, &team).await?;
     let members = other_members(&hub, &team).await?;
@@ -447,6 +463,38 @@ pub async fn align(client: &async_nats::Client, home: &Path) -> anyhow::Result<(
         }
     }
     Ok(())
+}
+
+/// Share the projects of this machine's sessions whose repositories declare a team name
+/// (`.mneme/team.yaml`), writing them into the team file so that what the team shares of them
+/// comes here too (ingest shares a declared project's events from its first one already).
+async fn adopt_declared(home: &Path, mut team: Team) -> anyhow::Result<Team> {
+    let db = home.join("mneme.db");
+    if !db.is_file() {
+        return Ok(team);
+    }
+    let store = store::Store::open_read_only(&db)
+        .await
+        .context("reading this machine's projects")?;
+    let projects = archive::sessions::projects(store.pool())
+        .await
+        .context("reading this machine's projects")?;
+    store.close().await;
+    let mut adopted = false;
+    for path in projects {
+        if team.team_project(&path).is_some() {
+            continue;
+        }
+        if let Some(name) = team.shared_name(&path, |p| common::team::declared_name(Path::new(p))) {
+            tracing::info!(%path, %name, "sharing a project its repository declares for the team");
+            team.shared.push(Shared { name, path });
+            adopted = true;
+        }
+    }
+    if adopted {
+        team.save(home)?;
+    }
+    Ok(team)
 }
 
 /// How often `mneme up` aligns the team's streams: a new member or a new shared project is
