@@ -2,7 +2,8 @@
 # The mneme image's entry point: the first argument chooses what the container runs.
 #
 #   nats                               nats-server with /etc/mneme/$MNEME_NATS_CONFIG (for
-#                                      nats-users.conf, mneme's identities made in /keys first)
+#                                      nats-users.conf and the hub's nats-hub*.conf, mneme's
+#                                      identities made in /keys first)
 #   ingest|retrieval|compressor|pattern  that service, holding its store lock (below)
 #   api                                the HTTP api and dashboard (token: `mneme token`)
 #   healthcheck <name>                 exit 0 when <name> (nats, api or a service) is healthy
@@ -26,6 +27,16 @@ check_store_lock() {
     if ! flock --nonblock "$lock" true; then
         echo "mneme-$1: refusing to start: another mneme-$1 holds $lock, so a second box is using this store" >&2
         exit 75
+    fi
+}
+
+# Print the authorization block admitting mneme's identities in the keys directory $1 (made
+# there when missing) and, when $2 names a file, the team members it lists.
+make_authorization() {
+    if [ -n "$2" ]; then
+        mneme nats-key --users "$1" --members "$2"
+    else
+        mneme nats-key --users "$1"
     fi
 }
 
@@ -77,18 +88,52 @@ nats)
             exit 78
         }
     fi
-    if [ "$config" = nats-users.conf ]; then
+    case "$config" in
+    nats-users.conf | nats-hub.conf | nats-hub-cluster.conf)
         # mneme's identities: the seeds are made once in the keys volume (existing ones kept),
-        # and the server runs from there with their public keys and permissions beside it.
+        # and the server runs from there with their public keys and permissions beside it. A
+        # team hub (docs/team.md) admits its members too, whose public keys its owner lists in
+        # team-members in the same volume; a malformed line stops the server with the file and
+        # line, rather than starting without the member.
         keys="${MNEME_NATS_KEYS:-/keys}"
-        mneme nats-key --users "$keys" >"$keys/authorization.conf.new" 2>/dev/null || {
-            echo "nats: refusing to start: cannot make mneme's NATS identities in $keys (is the nats-keys volume mounted and writable by uid $(id -u)?)" >&2
+        members=
+        case "$config" in
+        nats-hub*)
+            if [ -z "${MNEME_NATS_NAME:-}" ]; then
+                echo "nats: refusing to start: $config needs MNEME_NATS_NAME, this server's name (unique among a hub's nodes)" >&2
+                exit 78
+            fi
+            if [ -e "$keys/team-members" ]; then
+                members="$keys/team-members"
+            fi
+            ;;
+        esac
+        # The nodes of a clustered hub share the keys volume and may start together, so every
+        # file is written beside its place under a name of its own and renamed into it: a node
+        # never reads a file another node is halfway through writing.
+        new="$(mktemp "$keys/authorization.conf.XXXXXX" 2>/dev/null)" || {
+            echo "nats: refusing to start: cannot write to $keys (is the nats-keys volume mounted and writable by uid $(id -u)?)" >&2
             exit 78
         }
-        mv "$keys/authorization.conf.new" "$keys/authorization.conf"
-        cp /etc/mneme/nats.conf /etc/mneme/nats-users.conf "$keys/"
-        exec nats-server --config "$keys/nats-users.conf" "$@"
-    fi
+        if ! error="$(make_authorization "$keys" "$members" 2>&1 >"$new")"; then
+            rm -f "$new"
+            echo "nats: refusing to start: cannot make mneme's NATS identities in $keys: ${error#error: }" >&2
+            exit 78
+        fi
+        mv "$new" "$keys/authorization.conf"
+        case "$config" in
+        nats-users.conf) needed="nats.conf nats-users.conf" ;;
+        nats-hub.conf) needed="nats.conf nats-hub.conf" ;;
+        *) needed="nats.conf nats-hub.conf nats-hub-cluster.conf" ;;
+        esac
+        for file in $needed; do
+            copy="$(mktemp "$keys/$file.XXXXXX")"
+            cat "/etc/mneme/$file" >"$copy"
+            mv "$copy" "$keys/$file"
+        done
+        exec nats-server --config "$keys/$config" "$@"
+        ;;
+    esac
     exec nats-server --config "/etc/mneme/$config" "$@"
     ;;
 ingest | retrieval | compressor | pattern)

@@ -8,6 +8,7 @@ mod api;
 mod architecture;
 mod browser;
 mod capabilities;
+mod deploy_configs;
 mod harness;
 mod hostile;
 mod hosts;

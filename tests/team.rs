@@ -402,6 +402,8 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
         "alice",
     ]);
     a.mneme(&["team", "share", &a_p, "--as", "payments"]);
+    // B is already running when it joins: its `mneme up` restarts its server into the team.
+    b.start();
     let hub_urls = format!(
         "{},{},{}",
         hub.leaf_url(0),
@@ -417,13 +419,15 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
         "--name",
         "bob",
     ]);
+    let status: Value = serde_json::from_slice(&a.mneme(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["team"]["member"], "alice", "{status}");
+    assert_eq!(status["team"]["shared"], json!(["payments"]), "{status}");
     // No secret reaches the team file: only the path of the seed.
     let team_file = std::fs::read_to_string(a.home.path().join("team.yaml")).unwrap();
     let seed = std::fs::read_to_string(&alice_seed).unwrap();
     assert!(!team_file.contains(seed.trim()), "{team_file}");
 
     a.start();
-    b.start();
     let linked = wait_until(Duration::from_secs(60), || async {
         a.status()["link"] == "connected" && b.status()["link"] == "connected"
     })
@@ -529,6 +533,16 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
     let hits = found["hits"].as_array().unwrap();
     assert!(!hits.is_empty(), "{found}");
     assert!(hits.iter().all(|h| h["origin"] == "alice"), "{found}");
+    // What B's agent is given with a prompt about it says whose memory it is.
+    let context = b.mneme(&[
+        "context",
+        "--project",
+        &b_p,
+        "--prompt",
+        "zebrafish deploy note",
+    ]);
+    let context = String::from_utf8_lossy(&context.stdout);
+    assert!(context.contains(" of alice "), "{context}");
     // And B's own memory went the other way.
     let heron = "SELECT count(*) FROM observations WHERE body LIKE '%heron review note%'";
     assert_eq!(settle(&a, heron, 21, Duration::from_secs(60)).await, 21);
@@ -613,6 +627,24 @@ async fn shared_projects_replicate_through_the_hub_and_nothing_else_leaves() {
     );
     // The rest of A's memory stays on B.
     assert_eq!(b.count(zebra).await, 150);
+
+    // A leaves: it keeps its memory and stops receiving the team's.
+    a.mneme(&["team", "leave"]);
+    let a_js = async_nats::jetstream::new(a.client().await);
+    let stopped = wait_until(Duration::from_secs(30), || async {
+        // Asked of a server that answers (it restarts without the leaf link meanwhile).
+        a_js.get_stream(proto::subjects::EVENTS_STREAM)
+            .await
+            .is_ok()
+            && a_js
+                .get_stream(proto::subjects::TEAM_IN_STREAM)
+                .await
+                .is_err()
+    })
+    .await;
+    assert!(stopped.is_ok(), "A still receives the team's memory");
+    assert_eq!(a.count(zebra).await, 150);
+    assert_eq!(a.count(kingfisher).await, 500);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

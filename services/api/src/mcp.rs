@@ -213,9 +213,13 @@ fn index(found: &Value) -> String {
             .as_str()
             .unwrap_or_default()
             .replace('\n', " ");
+        let origin = match hit["origin"].as_str() {
+            Some(origin) if !origin.is_empty() => format!(" (from {origin})"),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "#{} [{}] {} {} — {}",
+            "#{} [{}] {} {}{origin} — {}",
             hit["id"],
             hit["kind"].as_str().unwrap_or_default(),
             date(hit["occurred_at_ms"].as_i64().unwrap_or_default()),

@@ -76,6 +76,23 @@ pub fn seed_in(dir: &Path, client: &str) -> Option<PathBuf> {
 /// The `authorization` block of a nats-server configuration admitting `users`, each with its
 /// role's permissions and nothing more; a connection without one of these keys is refused.
 pub fn authorization(users: &[User]) -> String {
+    authorization_with_members(users, &[])
+}
+
+/// The `authorization` block of a team hub: `users` as [`authorization`] renders them, and
+/// after them one user per team member, admitted on the leaf node port only.
+///
+/// Members get no per-subject permissions. Their link is a leaf node connection, which carries
+/// JetStream's own traffic in both directions: the hub's API (`$JS.hub.API.>`) that a member's
+/// `mneme up` calls to make its mirror on the hub, the members' APIs (`$JS.<member>.API.>`)
+/// that the hub's mirrors and the members' sources call, and the delivery subjects those
+/// answer on, whose names JetStream makes up as it goes. A list narrow enough to mean something
+/// would break replication, and the members of one hub are one team that trusts one another
+/// with it. Each member's own server already keeps mneme's subjects (`mneme.>`) off the link
+/// (`common::team::Team::leaf_block`). What members are held to is the connection type: a
+/// member's seed cannot be used as an ordinary client of this server, so it never reaches the
+/// box's own services.
+pub fn authorization_with_members(users: &[User], members: &[Member]) -> String {
     let list = |subjects: &[String]| {
         subjects
             .iter()
@@ -99,8 +116,88 @@ pub fn authorization(users: &[User]) -> String {
             },
         ));
     }
+    if !members.is_empty() {
+        text.push_str(
+            "    # Team members: leaf node connections only, with no per-subject permissions (the\n    \
+             # link carries JetStream's API and deliveries both ways; see common::access).\n",
+        );
+    }
+    for member in members {
+        text.push_str(&format!(
+            "    # member {}\n    {{ nkey: {:?}, allowed_connection_types: [\"LEAFNODE\"] }}\n",
+            member.name.as_deref().unwrap_or("(no name given)"),
+            member.public_key,
+        ));
+    }
     text.push_str("  ]\n}\n");
     text
+}
+
+/// One member of a team hub, from the hub's members file: the public key of the NKey user its
+/// `mneme team join --nkey` seed makes, and the name the hub's owner wrote beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub public_key: String,
+    pub name: Option<String>,
+    /// The line of the members file that lists it, for errors found later.
+    pub line: usize,
+}
+
+/// The team members listed in `path`: one NKey user public key (`U…`) a line, optionally
+/// followed by whitespace and a name; blank lines and everything from a `#` on are ignored.
+/// A line that is not that, or a key listed twice, is refused with the file and line, so a
+/// typo stops the hub at its start instead of locking a member out in silence.
+pub fn read_members(path: &Path) -> anyhow::Result<Vec<Member>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the team members file {}", path.display()))?;
+    parse_members(&text)
+        .map_err(|(line, why)| anyhow::anyhow!("{}, line {line}: {why}", path.display()))
+}
+
+/// [`read_members`] on the text of the file; an error is its line number and what is wrong.
+fn parse_members(text: &str) -> Result<Vec<Member>, (usize, String)> {
+    let mut members: Vec<Member> = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        let line = line.split('#').next().unwrap_or_default().trim();
+        let Some(key) = line.split_whitespace().next() else {
+            continue;
+        };
+        // The line itself is never quoted back: a seed pasted by mistake would end up in a log.
+        if nkeys::KeyPair::from_seed(key).is_ok() {
+            return Err((
+                number,
+                "this is a seed, a secret, not a public key: remove it, have its owner make a new \
+                 one (this one was shared), and list the public key `mneme nats-key` prints"
+                    .to_owned(),
+            ));
+        }
+        let is_user_key =
+            key.len() == 56 && key.starts_with('U') && nkeys::KeyPair::from_public_key(key).is_ok();
+        if !is_user_key {
+            return Err((
+                number,
+                "expected an NKey user public key (U and 55 more characters, printed by \
+                 `mneme nats-key`), optionally followed by a name"
+                    .to_owned(),
+            ));
+        }
+        let name = line[key.len()..].trim();
+        // The name becomes a comment of the server's configuration, which a line break or
+        // another control character could end.
+        if name.chars().any(char::is_control) {
+            return Err((number, "the name holds a control character".to_owned()));
+        }
+        if let Some(first) = members.iter().find(|m| m.public_key == key) {
+            return Err((number, format!("the key of line {} again", first.line)));
+        }
+        members.push(Member {
+            public_key: key.to_owned(),
+            name: (!name.is_empty()).then(|| name.to_owned()),
+            line: number,
+        });
+    }
+    Ok(members)
 }
 
 #[cfg(test)]
@@ -131,6 +228,98 @@ mod tests {
             seed_in(&keys, "mcp"),
             Some(keys.join("api.nk")),
             "the api's mcp client is the api"
+        );
+    }
+
+    #[test]
+    fn team_members_are_read_with_their_names_and_admitted_on_the_leaf_port_only() {
+        let alice = nkeys::KeyPair::new_user();
+        let bob = nkeys::KeyPair::new_user();
+        let text = format!(
+            "# the payments team\n\n{}   alice laptop # since May\n  {}\n",
+            alice.public_key(),
+            bob.public_key()
+        );
+        let members = parse_members(&text).unwrap();
+        assert_eq!(
+            members,
+            vec![
+                Member {
+                    public_key: alice.public_key(),
+                    name: Some("alice laptop".to_owned()),
+                    line: 3,
+                },
+                Member {
+                    public_key: bob.public_key(),
+                    name: None,
+                    line: 4,
+                },
+            ]
+        );
+        let users = vec![User {
+            role: Role::ALL[0],
+            public_key: nkeys::KeyPair::new_user().public_key(),
+        }];
+        let block = authorization_with_members(&users, &members);
+        // mneme's own identities come first, exactly as without members.
+        let plain = authorization(&users);
+        assert!(block.starts_with(plain.strip_suffix("  ]\n}\n").unwrap()));
+        assert!(
+            block.contains(&format!(
+                "    # member alice laptop\n    {{ nkey: {:?}, allowed_connection_types: [\"LEAFNODE\"] }}\n",
+                alice.public_key()
+            )),
+            "{block}"
+        );
+        assert_eq!(
+            authorization_with_members(&users, &[]),
+            authorization(&users)
+        );
+    }
+
+    #[test]
+    fn a_malformed_members_line_is_refused_with_its_number_and_never_quoted() {
+        let seed = nkeys::KeyPair::new_user().seed().unwrap();
+        let key = nkeys::KeyPair::new_user().public_key();
+        let account = nkeys::KeyPair::new_account().public_key();
+        let mut corrupt = key.clone();
+        corrupt.replace_range(10..11, if &key[10..11] == "A" { "B" } else { "A" });
+        for (text, line, why) in [
+            (format!("# ok\n{seed} alice\n"), 2, "seed"),
+            (
+                format!("{key}\nnot-a-key\n"),
+                2,
+                "expected an NKey user public key",
+            ),
+            (
+                format!("{account}\n"),
+                1,
+                "expected an NKey user public key",
+            ),
+            (
+                format!("{corrupt}\n"),
+                1,
+                "expected an NKey user public key",
+            ),
+            (format!("{key} a\rb\n"), 1, "control character"),
+            (
+                format!("{key} alice\n\n{key} bob\n"),
+                3,
+                "the key of line 1 again",
+            ),
+        ] {
+            let (number, said) = parse_members(&text).unwrap_err();
+            assert_eq!(number, line, "{text:?}");
+            assert!(said.contains(why), "{said}");
+            assert!(!said.contains(&seed), "{said}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("team-members");
+        std::fs::write(&path, "nonsense\n").unwrap();
+        let error = read_members(&path).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("{}, line 1: ", path.display())),
+            "{error}"
         );
     }
 }

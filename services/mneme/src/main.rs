@@ -108,7 +108,7 @@ enum Command {
     Sessions(import::SessionsArgs),
     /// Make NKey users for NATS: one seed into FILE (its public key on stdout), or with
     /// --users the whole set of mneme's identities into DIR (the server's authorization block,
-    /// with each identity's permissions, on stdout).
+    /// with each identity's permissions, on stdout; with --members, a team hub's members too).
     NatsKey {
         /// Where to write the seed (created, never overwritten; readable by its owner only).
         #[arg(
@@ -122,6 +122,11 @@ enum Command {
         /// the missing ones are made, existing ones kept.
         #[arg(long, value_name = "DIR")]
         users: Option<std::path::PathBuf>,
+        /// With --users, for a team hub: a file of the members' public keys (one `U…` key a
+        /// line, optionally followed by a name; `#` starts a comment), each admitted as a leaf
+        /// node (deploy/nats/nats-hub.conf, docs/team.md).
+        #[arg(long, value_name = "FILE", requires = "users")]
+        members: Option<std::path::PathBuf>,
     },
     /// Team memory: join a hub, share projects, and see what flows.
     Team {
@@ -204,8 +209,12 @@ async fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Import(args) => import::run(args).await,
         Command::Sessions(args) => import::sessions(args).await,
-        Command::NatsKey { out, users } => match (out, users) {
-            (_, Some(dir)) => nats_key::users(&dir),
+        Command::NatsKey {
+            out,
+            users,
+            members,
+        } => match (out, users) {
+            (_, Some(dir)) => nats_key::users(&dir, members.as_deref()),
             (Some(out), None) => nats_key::run(&out),
             (None, None) => unreachable!("clap requires --out or --users"),
         },

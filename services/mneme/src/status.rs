@@ -72,6 +72,32 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
     ] {
         println!("{key:<23} {}", report[key]);
     }
+    let team = &report["team"];
+    if let Some(error) = team["error"].as_str() {
+        println!("team      {error}");
+    } else if !team.is_null() {
+        let shared: Vec<&str> = team["shared"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        println!(
+            "team      member {} of the hub at {}; sharing {} (`mneme team status` shows the link)",
+            team["member"],
+            team["hub"]
+                .as_array()
+                .map(|a| a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default(),
+            if shared.is_empty() {
+                "nothing".to_owned()
+            } else {
+                shared.join(", ")
+            }
+        );
+    }
     let spool = &report["spool"];
     println!(
         "{:<23} {} ({} of {} bytes; {} dropped over the bounds, {} set aside)",
@@ -130,6 +156,16 @@ async fn collect(common: &CommonArgs) -> Value {
         },
         "store": {"path": common.db_path().display().to_string(), "exists": false, "size_bytes": 0},
     });
+    // The team this machine is in, from its file; the link itself is `mneme team status`'s.
+    report["team"] = match common::team::Team::load(&common.home_dir()) {
+        Ok(Some(team)) => json!({
+            "member": team.member,
+            "hub": team.hub,
+            "shared": team.shared.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        }),
+        Ok(None) => Value::Null,
+        Err(error) => json!({"error": format!("{error:#}")}),
+    };
     let client = tokio::time::timeout(Duration::from_secs(2), connect(common))
         .await
         .ok()

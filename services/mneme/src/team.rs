@@ -19,8 +19,8 @@ use std::time::Duration;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TeamCommand {
-    /// Join a team: from its next start, `mneme up` connects this machine's nats-server to the
-    /// hub at URL (a leaf node port, `nats-leaf://host:7422`; several comma-separated for a
+    /// Join a team: `mneme up` (running, or from its next start) connects this machine's
+    /// nats-server to the hub at URL (a leaf node port, `nats-leaf://host:7422`; several comma-separated for a
     /// clustered hub). Nothing is shared until `mneme team share`.
     Join {
         #[command(flatten)]
@@ -179,11 +179,11 @@ async fn join(
     Ok(())
 }
 
-/// What a change of the leaf link needs: the local server reads it when it starts.
+/// When a change of the leaf link takes effect: a running `mneme up` restarts its nats-server
+/// with it within seconds, and one started later reads it at start.
 async fn restart_note(common: &CommonArgs) -> String {
     if running(common).await {
-        "restart `mneme up` (ctrl-c, then `mneme up`) so its nats-server connects with this setting"
-            .to_owned()
+        "the running `mneme up` restarts its nats-server with this setting within seconds (`mneme team status` shows the link)".to_owned()
     } else {
         "the next `mneme up` connects with this setting".to_owned()
     }

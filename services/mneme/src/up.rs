@@ -96,7 +96,18 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
         common.nats_creds = None;
         common.nats_keys = Some(keys);
         tracing::info!(url = %server.url, store = %store_dir.display(), "started local nats-server");
-        local = Some(server);
+        local = Some(tokio::spawn(supervise_nats(
+            Supervised {
+                server,
+                binary,
+                port: nats_port,
+                store_dir,
+                authorization: common::access::authorization(&users),
+                home: common.home_dir(),
+                team,
+            },
+            shutdown.clone(),
+        )));
     }
     let dashboard = api::security::dashboard_url(api_args.addr);
     let dashboard = match token.source() {
@@ -130,7 +141,8 @@ pub async fn run(args: UpArgs) -> anyhow::Result<()> {
     // Whichever way the services ended, the others must stop too.
     shutdown.cancel();
     if let Some(server) = local {
-        server.stop().await;
+        // The supervisor stops the server once it sees the shutdown.
+        let _ = server.await;
     }
     result.map(|_| ())
 }
@@ -234,5 +246,95 @@ async fn drain_spool(common: common::CommonArgs, shutdown: tokio_util::sync::Can
             Ok(n) => tracing::info!(replayed = n, "replayed spooled hook events"),
             Err(error) => tracing::debug!(%error, "spool replay failed; will retry"),
         }
+    }
+}
+
+/// The local nats-server `mneme up` owns, with what it was started from.
+struct Supervised {
+    server: LocalNats,
+    binary: PathBuf,
+    port: u16,
+    store_dir: PathBuf,
+    authorization: String,
+    home: PathBuf,
+    team: Option<common::team::Team>,
+}
+
+/// How often the team file is looked at for a change of the leaf link.
+const TEAM_FILE_CHECK: Duration = Duration::from_secs(2);
+
+/// What of the team file the local server's configuration holds.
+type Link = Option<(Vec<String>, String, Option<common::team::Credentials>)>;
+
+fn link_of(team: Option<&common::team::Team>) -> Link {
+    team.map(|t| (t.hub.clone(), t.member.clone(), t.credentials.clone()))
+}
+
+/// Keep the local nats-server in step with the team file: joining, leaving or changing the hub
+/// or the credentials restarts it with the new leaf link and JetStream domain (which a running
+/// server cannot take), on the same port and store; the services and hooks reconnect by
+/// themselves, and what they publish meanwhile waits in their retries and the spool. Sharing
+/// or unsharing a project needs no restart. Settings the server refuses are said once, and it
+/// runs on with the ones it had. Stops the server at shutdown.
+async fn supervise_nats(nats: Supervised, shutdown: tokio_util::sync::CancellationToken) {
+    let Supervised {
+        server,
+        binary,
+        port,
+        store_dir,
+        authorization,
+        home,
+        team,
+    } = nats;
+    let mut server = Some(server);
+    let mut running = team;
+    let mut tried = link_of(running.as_ref());
+    let mut tick = tokio::time::interval(TEAM_FILE_CHECK);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        let team = match common::team::Team::load(&home) {
+            Ok(team) => team,
+            Err(error) => {
+                tracing::debug!(error = %format!("{error:#}"), "team file unreadable; the leaf link stays as it is");
+                continue;
+            }
+        };
+        let wanted = link_of(team.as_ref());
+        if wanted == tried {
+            continue;
+        }
+        tried = wanted;
+        tracing::info!(
+            member = team.as_ref().map_or("", |t| t.member.as_str()),
+            "the team's hub settings changed: restarting the local nats-server"
+        );
+        if let Some(old) = server.take() {
+            old.stop().await;
+        }
+        let started = LocalNats::start(&binary, port, &store_dir, &authorization, team.as_ref());
+        match started.await {
+            Ok(new) => {
+                server = Some(new);
+                running = team;
+                tracing::info!("local nats-server restarted with the team's settings");
+            }
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "the new team settings cannot be used; the local nats-server runs on with the ones it had");
+                match LocalNats::start(&binary, port, &store_dir, &authorization, running.as_ref())
+                    .await
+                {
+                    Ok(old) => server = Some(old),
+                    Err(error) => {
+                        tracing::error!(error = %format!("{error:#}"), "cannot restart the local nats-server");
+                    }
+                }
+            }
+        }
+    }
+    if let Some(server) = server {
+        server.stop().await;
     }
 }

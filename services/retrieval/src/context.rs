@@ -350,8 +350,14 @@ async fn prompt(
                 .unwrap_or_else(|| (String::new(), hit.snippet.clone()));
         let title = neutralise(&hit.title);
         let body = neutralise(&text);
+        // Memory a team member shares says whose it is, so the agent weighs it as theirs.
+        let origin = if hit.origin.is_empty() {
+            String::new()
+        } else {
+            format!(" of {}", neutralise(&hit.origin).text)
+        };
         let line = format!(
-            "- [#{}] {} session {} {}: {} — {}",
+            "- [#{}] {} session {}{origin} {}: {} — {}",
             hit.id,
             common::time::utc_day(hit.occurred_at_ms),
             short(&hit.session_id),

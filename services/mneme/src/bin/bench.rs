@@ -16,6 +16,9 @@
 //!   set in `tests/fixtures/capabilities/` (thresholds tuned on its dev split, figures of its
 //!   test split), flat and two-stage, with and without the instruction prefix; and the match's
 //!   latency with 1,000 capabilities.
+//! - `team [--events N] [--offline N] [--rate R]`: team memory replicated laptop → hub →
+//!   laptop with real servers (a 3-node hub, two `mneme up`): events per second and publish
+//!   to stored latency while linked, and the catch-up time after events made offline.
 //!
 //! Run with `cargo run --release --bin mneme-bench -- NAME`.
 
@@ -30,6 +33,8 @@ mod nats_server;
 mod retrieval_bench;
 #[path = "../bench/secrets.rs"]
 mod secrets_bench;
+#[path = "../bench/team.rs"]
+mod team_bench;
 
 use anyhow::Context as _;
 use nats_server::LocalNats;
@@ -69,8 +74,12 @@ async fn main() -> anyhow::Result<()> {
         "compress" => compress_bench::compress().await,
         "secrets" => secrets_bench::secrets(),
         "capabilities" => capabilities_bench::capabilities().await,
+        "team" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            team_bench::team(&args).await
+        }
         _ => anyhow::bail!(
-            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress|secrets|capabilities"
+            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
         ),
     }
 }
