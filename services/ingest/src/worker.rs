@@ -118,7 +118,11 @@ impl Worker {
 
     /// Store what the consumer delivers until `shutdown` is cancelled.
     pub async fn run(self, mut batches: Batches, shutdown: CancellationToken) {
-        tracing::info!(consumer = subjects::INGEST_CONSUMER, "ingest running");
+        let consumer = match self.origin {
+            Origin::Local => subjects::INGEST_CONSUMER,
+            Origin::Team => subjects::INGEST_TEAM_CONSUMER,
+        };
+        tracing::info!(consumer, "ingest running");
         loop {
             // A batch in progress is never interrupted: cancellation is only seen between
             // batches, so in-flight messages are finished and acked before shutdown.
@@ -134,7 +138,7 @@ impl Worker {
                 self.handle(messages).await;
             }
         }
-        tracing::info!("ingest stopped");
+        tracing::info!(consumer, "ingest stopped");
     }
 
     async fn handle(&self, messages: Vec<jetstream::Message>) {
