@@ -4,6 +4,7 @@
 use crate::harness::App;
 use proto::subjects;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 fn capability(
     id: &str,
@@ -422,4 +423,84 @@ async fn the_api_lists_and_matches_capabilities() {
     let (status, _) = get("/v1/capabilities/match?prompt=x&strategy=sideways".to_owned()).await;
     assert_eq!(status, 400);
     app.stop_services().await;
+}
+
+/// `mneme up` rescans the user's registry once it is ready: a skill installed since the last
+/// scan reaches retrieval's matching without anyone running `mneme capabilities scan`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mneme_up_rescans_the_users_capabilities_when_it_starts() {
+    let home = tempfile::tempdir().unwrap();
+    let mneme_home = tempfile::tempdir().unwrap();
+    let skill = home.path().join(".claude/skills/release-notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: release-notes\ndescription: Draft the release notes from the merged pull requests\n---\nSteps...\n",
+    )
+    .unwrap();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let port = free();
+    let mut up = std::process::Command::new(crate::harness::binary("mneme"))
+        .arg("up")
+        .env_remove("MNEME_NATS_URL")
+        .env("MNEME_HOME", mneme_home.path())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env("MNEME_NATS_PORT", port.to_string())
+        .env("MNEME_API_ADDR", format!("127.0.0.1:{}", free()))
+        .env("MNEME_EMBED_MODEL_DIR", crate::harness::model_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(mneme_home.path().join("up.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let lines = crate::harness::stdout_until(&mut up, "mneme is ready", Duration::from_secs(120));
+    assert!(
+        lines.iter().any(|l| l.starts_with("mneme is ready")),
+        "{lines:?}"
+    );
+    let mut common = common::CommonArgs::from_env();
+    common.nats_url = format!("nats://127.0.0.1:{port}");
+    common.home = Some(mneme_home.path().to_owned());
+    common.nats_keys = None;
+    common.nats_token = None;
+    common.nats_nkey = None;
+    common.nats_creds = None;
+    let client = common::nats::connect(&common, "test", Duration::from_secs(10))
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut ids: Vec<String> = Vec::new();
+    while std::time::Instant::now() < deadline && !ids.iter().any(|id| id.contains("release-notes"))
+    {
+        if let Ok(reply) = common::nats::request::<proto::ListCapabilitiesReply>(
+            &client,
+            subjects::CAPABILITIES_LIST,
+            &proto::ListCapabilitiesRequest {
+                all: true,
+                ..Default::default()
+            },
+            Duration::from_secs(5),
+        )
+        .await
+        {
+            ids = reply
+                .capabilities
+                .iter()
+                .filter_map(|m| m.capability.as_ref().map(|c| c.id.clone()))
+                .collect();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = up.kill();
+    let _ = up.wait();
+    assert!(
+        ids.iter().any(|id| id.contains("release-notes")),
+        "retrieval holds {ids:?}"
+    );
 }

@@ -160,6 +160,31 @@ fn hand_file(at: &Where) -> anyhow::Result<PathBuf> {
 
 async fn scan(at: &Where) -> anyhow::Result<()> {
     let locations = at.locations()?;
+    for written in write_scan(&locations)? {
+        println!(
+            "{} capabilities found: {} ({})",
+            written.found,
+            written.file.display(),
+            if written.changed {
+                "written"
+            } else {
+                "unchanged"
+            }
+        );
+    }
+    sync(at).await
+}
+
+/// A generated registry file a scan wrote, or found unchanged.
+struct Written {
+    file: PathBuf,
+    found: usize,
+    changed: bool,
+}
+
+/// Scan every host's capability places (and the project's tasks, with a project) and write
+/// what was found to the generated files, replaced only when it changed.
+fn write_scan(locations: &capabilities::Locations) -> anyhow::Result<Vec<Written>> {
     let home = hosts::paths::home().context("no home directory ($HOME) to scan")?;
     let project = locations.project.clone();
     let found = capabilities::scan(&home, project.as_deref());
@@ -170,7 +195,11 @@ async fn scan(at: &Where) -> anyhow::Result<()> {
         }
         let changed = capabilities::write_generated(&file, &found.user)
             .with_context(|| format!("writing {}", file.display()))?;
-        written.push((file, found.user.len(), changed));
+        written.push(Written {
+            file,
+            found: found.user.len(),
+            changed,
+        });
     }
     if let (Some(file), Some(_)) = (locations.project_generated(), &project) {
         if let Some(dir) = file.parent() {
@@ -178,16 +207,45 @@ async fn scan(at: &Where) -> anyhow::Result<()> {
         }
         let changed = capabilities::write_generated(&file, &found.project)
             .with_context(|| format!("writing {}", file.display()))?;
-        written.push((file, found.project.len(), changed));
+        written.push(Written {
+            file,
+            found: found.project.len(),
+            changed,
+        });
     }
-    for (file, n, changed) in written {
-        println!(
-            "{n} capabilities found: {} ({})",
-            file.display(),
-            if changed { "written" } else { "unchanged" }
-        );
+    Ok(written)
+}
+
+/// `mneme up`'s rescan of the user's registry, once retrieval answers: skills, commands,
+/// subagents and MCP servers installed or removed since the last scan reach the matching
+/// without anyone running `mneme capabilities scan`. Only a changed registry is synced, so a
+/// start with nothing new embeds nothing.
+pub async fn rescan_at_start(common: CommonArgs) {
+    let at = Where {
+        common,
+        project: None,
+    };
+    let result = async {
+        let locations = at.locations()?;
+        let written = write_scan(&locations)?;
+        if written.iter().any(|w| w.changed) {
+            for line in sync_scopes(&at).await? {
+                tracing::info!("{line}");
+            }
+        }
+        anyhow::Ok(written)
     }
-    sync(at).await
+    .await;
+    match result {
+        Ok(written) => {
+            for w in written {
+                tracing::info!(file = %w.file.display(), found = w.found, changed = w.changed, "capabilities rescanned");
+            }
+        }
+        Err(error) => {
+            tracing::warn!(error = %format!("{error:#}"), "rescanning the capabilities failed")
+        }
+    }
 }
 
 fn list(at: &Where, json: bool) -> anyhow::Result<()> {
@@ -237,8 +295,17 @@ fn scope_name(scope: &capabilities::Scope) -> String {
     }
 }
 
-/// Send each scope's merged registry to retrieval, so matching uses what the files say now.
+/// Send each scope's merged registry to retrieval and say what happened.
 async fn sync(at: &Where) -> anyhow::Result<()> {
+    for line in sync_scopes(at).await? {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// Send each scope's merged registry to retrieval, so matching uses what the files say now;
+/// returns a line for a person per scope (the problems in the files go to stderr).
+async fn sync_scopes(at: &Where) -> anyhow::Result<Vec<String>> {
     let locations = at.locations()?;
     let registry = capabilities::load(&locations);
     for problem in &registry.problems {
@@ -248,6 +315,7 @@ async fn sync(at: &Where) -> anyhow::Result<()> {
     if let Some(project) = &locations.project {
         scopes.push(capabilities::Scope::Project(project.display().to_string()));
     }
+    let mut said = Vec::new();
     for scope in scopes {
         let request =
             capabilities::sync_request(&scope, &registry.capabilities, &registry.categories);
@@ -261,20 +329,20 @@ async fn sync(at: &Where) -> anyhow::Result<()> {
         )
         .await
         else {
-            println!(
-                "retrieval is not reachable: the registry reaches it with the next scan, add or remove while mneme runs"
+            said.push(
+                "retrieval is not reachable: the registry reaches it with the next scan, add or remove while mneme runs".to_owned(),
             );
-            return Ok(());
+            return Ok(said);
         };
         anyhow::ensure!(reply.error.is_empty(), "retrieval: {}", reply.error);
-        println!(
+        said.push(format!(
             "synced with retrieval: {} capabilities for {} ({} embedded)",
             reply.capabilities,
             if name.is_empty() { "the user" } else { &name },
             reply.changed
-        );
+        ));
     }
-    Ok(())
+    Ok(said)
 }
 
 async fn match_prompt(at: &Where, prompt: &str, json: bool, strategy: &str) -> anyhow::Result<()> {

@@ -216,6 +216,7 @@ async fn announce_ready(
                 crate::status::SERVICES.join(", "),
                 started.elapsed().as_secs_f64()
             ));
+            crate::capabilities::rescan_at_start(common).await;
             return;
         }
         if !warned && started.elapsed() > Duration::from_secs(60) {
