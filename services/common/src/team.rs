@@ -61,6 +61,26 @@ pub struct Shared {
     pub path: String,
 }
 
+/// The team file held for one change: `mneme team`'s commands and `mneme up`'s adoption of
+/// declared projects read, change and write it under this lock, so neither loses the other's
+/// change. Let go when dropped.
+pub struct Lock {
+    _file: std::fs::File,
+}
+
+/// Wait for, and take, the lock on the team file in `home`.
+pub fn lock(home: &Path) -> anyhow::Result<Lock> {
+    let path = home.join(format!("{FILE}.lock"));
+    store::private_file(&path).with_context(|| format!("creating {}", path.display()))?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    file.lock()
+        .with_context(|| format!("locking {}", path.display()))?;
+    Ok(Lock { _file: file })
+}
+
 /// What a repository's `.mneme/team.yaml` says.
 #[derive(Debug, Deserialize)]
 struct RepositoryFile {

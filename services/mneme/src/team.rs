@@ -468,7 +468,7 @@ pub async fn align(client: &async_nats::Client, home: &Path) -> anyhow::Result<(
 /// Share the projects of this machine's sessions whose repositories declare a team name
 /// (`.mneme/team.yaml`), writing them into the team file so that what the team shares of them
 /// comes here too (ingest shares a declared project's events from its first one already).
-async fn adopt_declared(home: &Path, mut team: Team) -> anyhow::Result<Team> {
+async fn adopt_declared(home: &Path, team: Team) -> anyhow::Result<Team> {
     let db = home.join("mneme.db");
     if !db.is_file() {
         return Ok(team);
@@ -480,21 +480,38 @@ async fn adopt_declared(home: &Path, mut team: Team) -> anyhow::Result<Team> {
         .await
         .context("reading this machine's projects")?;
     store.close().await;
-    let mut adopted = false;
-    for path in projects {
-        if team.team_project(&path).is_some() {
-            continue;
+    let adopt = |team: &mut Team| {
+        let mut adopted = false;
+        for path in &projects {
+            if team.team_project(path).is_some() {
+                continue;
+            }
+            if let Some(name) =
+                team.shared_name(path, |p| common::team::declared_name(Path::new(p)))
+            {
+                tracing::info!(%path, %name, "sharing a project its repository declares for the team");
+                team.shared.push(Shared {
+                    name,
+                    path: path.clone(),
+                });
+                adopted = true;
+            }
         }
-        if let Some(name) = team.shared_name(&path, |p| common::team::declared_name(Path::new(p))) {
-            tracing::info!(%path, %name, "sharing a project its repository declares for the team");
-            team.shared.push(Shared { name, path });
-            adopted = true;
-        }
+        adopted
+    };
+    if !adopt(&mut team.clone()) {
+        return Ok(team);
     }
-    if adopted {
-        team.save(home)?;
+    // Read again under the lock, so a `mneme team` command changing the file meanwhile keeps
+    // its change.
+    let _lock = common::team::lock(home)?;
+    let Some(mut fresh) = Team::load(home)? else {
+        return Ok(team);
+    };
+    if adopt(&mut fresh) {
+        fresh.save(home)?;
     }
-    Ok(team)
+    Ok(fresh)
 }
 
 /// How often `mneme up` aligns the team's streams: a new member or a new shared project is
