@@ -25,6 +25,7 @@ pub mod items;
 pub mod lexical;
 pub mod models;
 pub mod search;
+pub mod static_model;
 pub mod text;
 pub mod vector;
 pub mod when;

@@ -160,19 +160,66 @@ impl LocalModel {
             ids.extend_from_slice(encoding.get_ids());
             mask.extend_from_slice(encoding.get_attention_mask());
         }
+        self.forward_pooled(ids, mask, rows, width)
+    }
+
+    /// Run the model on `rows` padded token rows of `width` and return each row's
+    /// L2-normalised mean over its real tokens (padding must not dilute the sentence).
+    fn forward_pooled(
+        &self,
+        ids: Vec<u32>,
+        mask: Vec<u32>,
+        rows: usize,
+        width: usize,
+    ) -> anyhow::Result<Vec<Vec<f32>>> {
         let device = Device::Cpu;
         let ids = Tensor::from_vec(ids, (rows, width), &device)?;
         let mask = Tensor::from_vec(mask, (rows, width), &device)?;
         let types = ids.zeros_like()?;
         let hidden = self.model.forward(&ids, &types, Some(&mask))?;
-        // Mean over real tokens only: padding must not dilute the sentence.
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
         let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
         let mean = summed.broadcast_div(&counts)?;
         let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-        let normalised = mean.broadcast_div(&norms)?;
-        Ok(normalised.to_vec2::<f32>()?)
+        Ok(mean.broadcast_div(&norms)?.to_vec2::<f32>()?)
+    }
+}
+
+impl LocalModel {
+    /// The id of the vector space this model produces.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Vector dimensions.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The tokenizer as loaded (padding to the longest input, truncation to 256 tokens).
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Embed token id sequences that are already tokenized (special tokens included), one
+    /// L2-normalised mean-pooled vector each: how the static table is distilled, where every
+    /// row is a vocabulary token between `[CLS]` and `[SEP]`.
+    pub fn embed_token_ids(&self, rows: &[Vec<u32>]) -> anyhow::Result<Vec<Vec<f32>>> {
+        let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+        if rows.is_empty() || width == 0 {
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::with_capacity(rows.len() * width);
+        let mut mask = Vec::with_capacity(rows.len() * width);
+        for row in rows {
+            ids.extend_from_slice(row);
+            mask.extend(std::iter::repeat_n(1u32, row.len()));
+            // Padding id 0 is [PAD]; the mask keeps it out of attention and pooling.
+            ids.extend(std::iter::repeat_n(0u32, width - row.len()));
+            mask.extend(std::iter::repeat_n(0u32, width - row.len()));
+        }
+        self.forward_pooled(ids, mask, rows.len(), width)
     }
 }
 

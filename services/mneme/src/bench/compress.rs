@@ -12,7 +12,8 @@ use proto::Message as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-fn transcripts() -> anyhow::Result<Vec<PathBuf>> {
+/// The real Claude Code transcripts beside the repository, in name order.
+pub(crate) fn transcripts() -> anyhow::Result<Vec<PathBuf>> {
     let dir = std::env::var_os("MNEME_TRANSCRIPTS").map_or_else(
         || {
             Path::new(env!("CARGO_MANIFEST_DIR"))

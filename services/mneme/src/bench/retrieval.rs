@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The LoCoMo data beside the repository.
-fn locomo_path() -> PathBuf {
+pub(crate) fn locomo_path() -> PathBuf {
     std::env::var_os("MNEME_LOCOMO")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -37,8 +37,8 @@ pub(crate) fn retrieval_args() -> anyhow::Result<retrieval::RetrievalArgs> {
 }
 
 /// One LoCoMo turn as it is fed to mneme.
-struct Turn {
-    dia_id: String,
+pub(crate) struct Turn {
+    pub(crate) dia_id: String,
     speaker: String,
     session: usize,
     text: String,
@@ -46,10 +46,10 @@ struct Turn {
 }
 
 /// One question with its evidence turns.
-struct Question {
-    text: String,
+pub(crate) struct Question {
+    pub(crate) text: String,
     category: u8,
-    evidence: Vec<String>,
+    pub(crate) evidence: Vec<String>,
 }
 
 /// "1:56 pm on 8 May, 2023" as Unix milliseconds (UTC).
@@ -95,7 +95,9 @@ fn evidence_ids(raw: &Value) -> Vec<String> {
     ids
 }
 
-fn conversation(sample: &Value) -> (Vec<Turn>, Vec<Question>) {
+/// A LoCoMo conversation as the benches feed it (each turn a prompt of its speaker,
+/// `Speaker: text [image: caption]`, sessions at their dates), and its questions with evidence.
+pub(crate) fn conversation(sample: &Value) -> (Vec<Turn>, Vec<Question>) {
     let conv = &sample["conversation"];
     let mut turns = Vec::new();
     for n in 1.. {
@@ -144,7 +146,7 @@ fn conversation(sample: &Value) -> (Vec<Turn>, Vec<Question>) {
     (turns, questions)
 }
 
-fn prompt_event(sample: &str, turn: &Turn) -> proto::Event {
+pub(crate) fn prompt_event(sample: &str, turn: &Turn) -> proto::Event {
     proto::Event {
         schema_version: proto::SCHEMA_VERSION,
         id: proto::new_event_id(),
@@ -189,7 +191,8 @@ impl Recall {
     }
 }
 
-fn recall_at(hits: &[String], evidence: &[String], k: usize) -> f64 {
+/// The share of `evidence` among the first `k` of `hits`.
+pub(crate) fn recall_at(hits: &[String], evidence: &[String], k: usize) -> f64 {
     let top: Vec<&String> = hits.iter().take(k).collect();
     evidence.iter().filter(|e| top.contains(e)).count() as f64 / evidence.len() as f64
 }

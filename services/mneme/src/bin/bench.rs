@@ -12,6 +12,9 @@
 //! - `search`: hybrid search latency (query embedding included) at 10k and 100k items.
 //! - `compress`: per-event cost of the compressor and the pattern detector, and checkpoint
 //!   creation time, on the real Claude Code transcripts.
+//! - `embed`: items per second of each embedding strategy (MiniLM as the backfill batches it,
+//!   MiniLM batched by length, the static table distilled from it) on real coding-session
+//!   items, and their vector-only and hybrid recall on LoCoMo's test split (conversations 3-9).
 //! - `capabilities`: hit@1, hit@3 and false injection of capability matching on the labelled
 //!   set in `tests/fixtures/capabilities/` (thresholds tuned on its dev split, figures of its
 //!   test split), flat and two-stage, with and without the instruction prefix; and the match's
@@ -26,6 +29,8 @@
 mod capabilities_bench;
 #[path = "../bench/compress.rs"]
 mod compress_bench;
+#[path = "../bench/embed.rs"]
+mod embed_bench;
 #[path = "../nats_server.rs"]
 #[allow(dead_code)]
 mod nats_server;
@@ -72,6 +77,7 @@ async fn main() -> anyhow::Result<()> {
         "locomo" => retrieval_bench::locomo().await,
         "search" => retrieval_bench::search().await,
         "compress" => compress_bench::compress().await,
+        "embed" => embed_bench::embed().await,
         "secrets" => secrets_bench::secrets(),
         "capabilities" => capabilities_bench::capabilities().await,
         "team" => {
@@ -79,7 +85,7 @@ async fn main() -> anyhow::Result<()> {
             team_bench::team(&args).await
         }
         _ => anyhow::bail!(
-            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
+            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress|embed|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
         ),
     }
 }
