@@ -113,7 +113,15 @@ pub fn share(
     }
     let mut shared = event.clone();
     shared.for_each_text(|text| {
-        if !text.is_empty() {
+        // JSON fields (tool input and output, the host's extra fields) are scrubbed value by
+        // value, so they stay JSON the other members' ingest can read.
+        let trimmed = text.trim_start();
+        if trimmed.starts_with(['{', '['])
+            && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text)
+        {
+            sanitizer.clean_json(&mut value);
+            *text = value.to_string();
+        } else if !text.is_empty() {
             *text = sanitizer.clean_text(text).0;
         }
     });
@@ -296,6 +304,37 @@ mod tests {
             panic!("not a prompt")
         };
         assert!(!prompt.text.contains(secret), "{}", prompt.text);
+
+        // A tool call's JSON stays JSON, without the secret.
+        let call = Event {
+            id: proto::new_event_id(),
+            project: "/home/bob/payments".to_owned(),
+            payload: Some(proto::event::Payload::PostTool(proto::ToolCall {
+                tool_name: "Bash".to_owned(),
+                input_json: format!(r#"{{"command":"aws s3 ls --key {secret}"}}"#),
+                response_json: r#"{"stdout":"ok"}"#.to_owned(),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let call_observation = crate::record::build_observation(&call, &sanitizer);
+        let shared = share(
+            &sharing,
+            &team(),
+            &call,
+            &call_observation,
+            &sanitizer,
+            &span,
+        )
+        .unwrap();
+        let Some(proto::event::Payload::PostTool(sent)) =
+            Event::decode(shared.payload).unwrap().payload
+        else {
+            panic!("not a tool call")
+        };
+        let input: serde_json::Value = serde_json::from_str(&sent.input_json).unwrap();
+        assert!(!sent.input_json.contains(secret), "{}", sent.input_json);
+        assert!(input["command"].as_str().unwrap().starts_with("aws s3 ls"));
 
         event.project = "/home/bob/private".to_owned();
         assert!(share(&sharing, &team(), &event, &observation, &sanitizer, &span).is_none());
