@@ -185,6 +185,20 @@ pub fn team_deleted_subject(project: &str, member: &str) -> String {
     format!("{TEAM_PREFIX}.{project}.{member}.deleted")
 }
 
+/// Everything `member` shared about the team project `project`.
+pub fn team_member_subjects(project: &str, member: &str) -> String {
+    format!("{TEAM_PREFIX}.{project}.{member}.>")
+}
+
+/// The parts of a team subject (`mneme.team.<project>.<member>.<what>`): project, member and
+/// what it carries (`event` or `deleted`); `None` for any other subject.
+pub fn parse_team_subject(subject: &str) -> Option<(&str, &str, &str)> {
+    let rest = subject.strip_prefix(TEAM_PREFIX)?.strip_prefix('.')?;
+    let mut parts = rest.split('.');
+    let parsed = (parts.next()?, parts.next()?, parts.next()?);
+    parts.next().is_none().then_some(parsed)
+}
+
 /// Everything shared about the team project `project`, by any member.
 pub fn team_project_subjects(project: &str) -> String {
     format!("{TEAM_PREFIX}.{project}.>")

@@ -142,14 +142,7 @@ pub struct FromTeam<'a> {
 
 /// Read a team subject.
 pub fn from_team(subject: &str) -> Option<FromTeam<'_>> {
-    let rest = subject
-        .strip_prefix(subjects::TEAM_PREFIX)?
-        .strip_prefix('.')?;
-    let mut parts = rest.split('.');
-    let (project, member, what) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
+    let (project, member, what) = subjects::parse_team_subject(subject)?;
     Some(FromTeam {
         project,
         member,

@@ -660,12 +660,7 @@ async fn status(common: &CommonArgs, json: bool) -> anyhow::Result<()> {
     };
     let mut projects = Vec::new();
     for shared in &team.shared {
-        let mine = format!(
-            "{}.{}.{}.>",
-            subjects::TEAM_PREFIX,
-            shared.name,
-            team.member
-        );
+        let mine = subjects::team_member_subjects(&shared.name, &team.member);
         let out = count(&local, subjects::TEAM_OUT_STREAM, &mine)
             .await
             .unwrap_or(0);
@@ -712,7 +707,7 @@ async fn status(common: &CommonArgs, json: bool) -> anyhow::Result<()> {
         }
         for member in names {
             let last = stream
-                .get_last_raw_message_by_subject(&format!("{}.*.{member}.>", subjects::TEAM_PREFIX))
+                .get_last_raw_message_by_subject(&subjects::team_member_subjects("*", &member))
                 .await
                 .ok()
                 .map(|m| m.time.to_string());
@@ -773,10 +768,7 @@ async fn status(common: &CommonArgs, json: bool) -> anyhow::Result<()> {
 /// The members whose events are in the incoming stream.
 async fn team_members_in(stream: &jetstream::stream::Stream) -> Vec<String> {
     let stream = stream.clone();
-    let Ok(info) = stream
-        .info_with_subjects(format!("{}.>", subjects::TEAM_PREFIX))
-        .await
-    else {
+    let Ok(info) = stream.info_with_subjects(subjects::TEAM_ALL).await else {
         return Vec::new();
     };
     use futures::TryStreamExt as _;
@@ -789,9 +781,5 @@ async fn team_members_in(stream: &jetstream::stream::Stream) -> Vec<String> {
 
 /// The member of a team subject.
 fn member_of(subject: &str) -> Option<String> {
-    subject
-        .strip_prefix(subjects::TEAM_PREFIX)?
-        .split('.')
-        .nth(2)
-        .map(str::to_owned)
+    subjects::parse_team_subject(subject).map(|(_, member, _)| member.to_owned())
 }
