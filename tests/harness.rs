@@ -331,6 +331,7 @@ impl App {
             ("MNEME_DB", self.db_path().display().to_string()),
             ("MNEME_SPOOL_DIR", self.spool_dir().display().to_string()),
             ("MNEME_EMBED_MODEL_DIR", model_dir().display().to_string()),
+            ("MNEME_STATIC_CACHE", static_cache().display().to_string()),
         ];
         if let Some(seed) = &self.common.nats_nkey {
             env.push(("MNEME_NATS_NKEY", seed.display().to_string()));
@@ -534,8 +535,28 @@ pub fn model_dir() -> PathBuf {
 pub fn retrieval_args() -> retrieval::RetrievalArgs {
     retrieval::RetrievalArgs {
         embed_model_dir: Some(model_dir()),
+        static_cache: Some(static_cache()),
         ..Default::default()
     }
+}
+
+/// Where every test's retrieval caches the static table distilled from the test model: one
+/// directory for all, so a run distils it once (under the table's lock) rather than in every
+/// test's home.
+pub fn static_cache() -> PathBuf {
+    std::env::var_os("MNEME_STATIC_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mneme-static"))
+}
+
+/// The static table of the test model, distilled into [`static_cache`] unless it is there.
+pub async fn distil_static_table() {
+    tokio::task::spawn_blocking(|| {
+        let model = retrieval::models::LocalModel::load(&model_dir()).unwrap();
+        retrieval::static_model::StaticModel::for_model(&model, &static_cache()).unwrap();
+    })
+    .await
+    .unwrap();
 }
 
 /// Lines of a child's standard output up to and including the first that starts with `last`,

@@ -18,6 +18,7 @@ mod mcp;
 mod memory;
 mod nats_access;
 mod pipeline;
+mod qdrant;
 mod retrieval;
 mod search_time;
 mod security;

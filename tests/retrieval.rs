@@ -1189,3 +1189,158 @@ async fn a_forgotten_items_id_is_never_given_again() {
     let next = app.count("SELECT MAX(id) FROM memory_items").await;
     assert!(next > newest, "the id {newest} was given again");
 }
+
+/// Retrieval's health reply: its detail and its backlogs by name.
+async fn retrieval_health(
+    app: &App,
+) -> (String, std::collections::HashMap<String, proto::Backlog>) {
+    let reply: proto::HealthReply = app
+        .ask(
+            &subjects::health_subject("retrieval"),
+            &proto::HealthRequest {},
+        )
+        .await;
+    let backlogs = reply
+        .backlogs
+        .into_iter()
+        .map(|b| (b.name.clone(), b))
+        .collect();
+    (reply.detail, backlogs)
+}
+
+/// A long backlog is searchable by meaning long before the model reaches it: static vectors
+/// distilled from the same model fill in ahead of it, health says so, a paraphrase sharing no
+/// word finds the last item while the model is still far behind, and deleting the session
+/// drops the static vectors with the items.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_vectors_fill_in_ahead_of_a_long_model_backlog() {
+    use proto::Message as _;
+    crate::harness::distil_static_table().await;
+    let mut app = App::bare();
+    app.start_services_core(retrieval::RetrievalArgs {
+        static_after: 300,
+        ..retrieval_args()
+    })
+    .await;
+    let js = async_nats::jetstream::new(app.client().await);
+    let project = "/work/backlog";
+    let event = |n: usize, text: String| proto::Event {
+        schema_version: proto::SCHEMA_VERSION,
+        id: proto::new_event_id(),
+        occurred_at_ms: 1_760_000_000_000 + n as i64 * 1_000,
+        agent: proto::Agent::ClaudeCode as i32,
+        session_id: "imported".into(),
+        project: project.into(),
+        cwd: project.into(),
+        host_event: "UserPromptSubmit".into(),
+        payload: Some(proto::event::Payload::Prompt(proto::Prompt { text })),
+        ..Default::default()
+    };
+    const ITEMS: usize = 1_200;
+    const TARGET: &str =
+        "the nightly snapshot of the postgres database failed because the disk was full";
+    let mut acks = Vec::new();
+    for n in 0..ITEMS - 1 {
+        // Long enough that the model takes a while over each, as over real tool output.
+        let text = format!(
+            "rename the field {n} in the parser module and update test case {} accordingly; \
+             the tokenizer keeps the old name in its lookup table, so regenerate the fixtures, \
+             rerun the golden tests and check that the error messages still name the field \
+             the way the documentation of release {} says they do",
+            n * 7,
+            n % 13
+        );
+        let event = event(n, text);
+        acks.push(
+            js.publish(event.subject(), event.encode_to_vec().into())
+                .await
+                .unwrap(),
+        );
+    }
+    let last = event(ITEMS, TARGET.to_owned());
+    acks.push(
+        js.publish(last.subject(), last.encode_to_vec().into())
+            .await
+            .unwrap(),
+    );
+    for ack in acks {
+        ack.await.unwrap();
+    }
+    let indexed = app
+        .wait_for_count(
+            "SELECT count(*) FROM memory_items",
+            ITEMS as i64,
+            Duration::from_secs(60),
+        )
+        .await;
+    assert_eq!(indexed, ITEMS as i64);
+
+    // Every item gets a vector of either kind well before the model could have embedded them.
+    let covered = crate::harness::wait_until(Duration::from_secs(60), || async {
+        let (_, backlogs) = retrieval_health(&app).await;
+        backlogs
+            .get("embedding")
+            .is_some_and(|b| b.total == ITEMS as i64 && b.done == b.total)
+    })
+    .await;
+    let (detail, backlogs) = retrieval_health(&app).await;
+    assert!(covered.is_ok(), "{detail} {backlogs:?}");
+    assert!(
+        detail.contains("more by static vectors ahead of it"),
+        "{detail}"
+    );
+
+    let request = SearchRequest {
+        mode: "vector".into(),
+        ..query("backup job ran out of storage space", project)
+    };
+    let reply = search(&app, request.clone()).await;
+    let model_done = retrieval_health(&app).await.1["model"].done;
+    assert!(
+        model_done < ITEMS as i64 - 100,
+        "the model reached {model_done} of {ITEMS}: this test needs it far behind"
+    );
+    let top: Vec<&str> = reply
+        .hits
+        .iter()
+        .take(3)
+        .map(|h| h.snippet.as_str())
+        .collect();
+    assert!(
+        top.iter().any(|s| s.contains("nightly snapshot")),
+        "the paraphrase did not find the last item: {top:?}"
+    );
+    let hit = reply
+        .hits
+        .iter()
+        .find(|h| h.snippet.contains("nightly snapshot"))
+        .unwrap();
+    assert!(hit.found_by.contains(&"vector".to_owned()), "{hit:?}");
+
+    // Deleting the session removes the items and their static vectors.
+    let reply: proto::SessionsChangedReply = app
+        .ask(
+            subjects::SESSIONS_DELETE,
+            &proto::DeleteSessionsRequest {
+                session_ids: vec!["imported".into()],
+            },
+        )
+        .await;
+    assert!(reply.error.is_empty(), "{}", reply.error);
+    let gone = app
+        .wait_for_count(
+            "SELECT 1 - min(count(*), 1) FROM memory_items",
+            1,
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(gone, 1, "the items were not forgotten");
+    let emptied = crate::harness::wait_until(Duration::from_secs(10), || async {
+        let (detail, backlogs) = retrieval_health(&app).await;
+        !detail.contains("static vectors") && backlogs["embedding"].total == 0
+    })
+    .await;
+    let (detail, _) = retrieval_health(&app).await;
+    assert!(emptied.is_ok(), "{detail}");
+    assert!(search(&app, request).await.hits.is_empty());
+}

@@ -260,10 +260,15 @@ function scheduleHomeRefresh() {
 
 // The services' backlogs, from /readyz: while retrieval still embeds, semantic search covers
 // only part of memory, and the reader should know how far it has got and how long it needs.
+// Retrieval's "model" backlog is the model filling in behind static vectors: search already
+// covers those items by meaning, a little less well.
 function backlogLine(b) {
-  const what = b.name === "embedding"
-    ? `Semantic search covers ${number(b.done)} of ${number(b.total)} items`
-    : `${b.name.charAt(0).toUpperCase()}${b.name.slice(1)}: ${number(b.done)} of ${number(b.total)} done`;
+  let what = `${b.name.charAt(0).toUpperCase()}${b.name.slice(1)}: ${number(b.done)} of ${number(b.total)} done`;
+  if (b.name === "embedding") {
+    what = `Semantic search covers ${number(b.done)} of ${number(b.total)} items`;
+  } else if (b.name === "model") {
+    what = `Semantic search covers ${number(b.total)} items, ${number(b.total - b.done)} of them by static vectors until the model reaches them`;
+  }
   let pace = "no progress measured yet";
   if (b.rate_per_s > 0 && b.eta_ms > 0) {
     const rate = b.rate_per_s >= 10 ? Math.round(b.rate_per_s) : b.rate_per_s.toFixed(1);
@@ -295,8 +300,12 @@ async function loadReadiness() {
     const lines = [];
     const down = [];
     for (const [service, health] of Object.entries(ready.services || {})) {
-      for (const b of health.backlogs || []) {
-        if (b.eta_ms !== 0 && b.done < b.total) lines.push(backlogLine(b));
+      const behind = (health.backlogs || []).filter((b) => b.eta_ms !== 0 && b.done < b.total);
+      for (const b of behind) {
+        // While items still wait for any vector, that is the line to read; the model's own
+        // progress follows once everything is covered.
+        if (b.name === "model" && behind.some((o) => o.name === "embedding")) continue;
+        lines.push(backlogLine(b));
       }
       if (!health.ok) down.push(`${service} (${SERVICE_ROLES[service] || health.detail})`);
     }

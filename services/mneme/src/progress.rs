@@ -41,9 +41,13 @@ pub struct Reading {
     /// Messages each queue has still to take, `None` when its consumer does not exist yet (its
     /// service has never run on this NATS server).
     pub queues: Vec<(String, Option<u64>)>,
-    /// Retrieval's embedding backlog; `None` when retrieval does not answer or searches
-    /// full-text only (no model).
+    /// Retrieval's embedding backlog (items searchable by meaning, by the model's vector or a
+    /// static one ahead of it); `None` when retrieval does not answer or searches full-text
+    /// only (no model).
     pub embedding: Option<Backlog>,
+    /// The model's own backlog, which fills in behind static vectors.
+    #[serde(default)]
+    pub model: Option<Backlog>,
     /// Whether retrieval answered its health probe.
     pub retrieval_answers: bool,
 }
@@ -89,6 +93,14 @@ impl Backlog {
 }
 
 impl Reading {
+    /// Items searchable by meaning through static vectors only, the model still to reach them:
+    /// how many, and the model's time left.
+    pub fn refining(&self) -> Option<(i64, i64)> {
+        let (embedding, model) = (self.embedding.as_ref()?, self.model.as_ref()?);
+        let ahead = embedding.done - model.done;
+        (ahead > 0).then_some((ahead, model.eta_ms))
+    }
+
     /// Messages waiting in every queue that exists.
     fn waiting(&self) -> u64 {
         self.queues.iter().filter_map(|(_, n)| *n).sum()
@@ -139,11 +151,15 @@ pub async fn read(client: &async_nats::Client) -> Reading {
     .await;
     if let Ok(health) = health {
         reading.retrieval_answers = true;
-        reading.embedding = health
-            .backlogs
-            .iter()
-            .find(|b| b.name == "embedding")
-            .map(Backlog::from);
+        let backlog = |name: &str| {
+            health
+                .backlogs
+                .iter()
+                .find(|b| b.name == name)
+                .map(Backlog::from)
+        };
+        reading.embedding = backlog("embedding");
+        reading.model = backlog("model");
     }
     reading
 }
@@ -187,9 +203,14 @@ pub async fn follow(client: &async_nats::Client) -> Result<()> {
             let since = *level_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= REPORT_LAG {
                 view.finish();
-                let semantic = match &reading.embedding {
-                    Some(b) => format!("{} items embedded", b.total),
-                    None => "full-text only: retrieval has no embedding model".to_owned(),
+                let semantic = match (&reading.embedding, reading.refining()) {
+                    (Some(b), Some((ahead, eta))) => format!(
+                        "{} items embedded, {ahead} of them by static vectors that the model refines in the background, {} left",
+                        b.total,
+                        about(eta)
+                    ),
+                    (Some(b), None) => format!("{} items embedded", b.total),
+                    (None, _) => "full-text only: retrieval has no embedding model".to_owned(),
                 };
                 eprintln!(
                     "searchable: everything imported is stored and indexed ({semantic}), after {}",
@@ -226,7 +247,14 @@ pub fn line(reading: &Reading) -> String {
         })
         .collect();
     parts.push(match &reading.embedding {
-        Some(b) => format!("embedding: {}", b.describe()),
+        Some(b) => match reading.refining() {
+            Some((ahead, eta)) => format!(
+                "embedding: {} ({ahead} by static vectors, the model {} behind)",
+                b.describe(),
+                about(eta)
+            ),
+            None => format!("embedding: {}", b.describe()),
+        },
         None if reading.retrieval_answers => "embedding: off (full-text only)".to_owned(),
         None => "embedding: retrieval not answering".to_owned(),
     });

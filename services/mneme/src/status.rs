@@ -54,6 +54,12 @@ pub async fn status(common: &CommonArgs, as_json: bool) -> anyhow::Result<()> {
                 }
             );
         }
+        if let Some((ahead, eta)) = reading.refining() {
+            println!(
+                "          {ahead} items are searched by static vectors until the model reaches them ({} left)",
+                crate::progress::about(eta)
+            );
+        }
     }
     println!(
         "store     {} ({} bytes)",

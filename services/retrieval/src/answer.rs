@@ -315,7 +315,7 @@ async fn forget_sessions(searcher: &Searcher, sessions: &[String]) -> anyhow::Re
     if let Some(vectors) = &searcher.vectors
         && !removed.is_empty()
     {
-        vectors.index.delete(&vectors.space, &removed).await?;
+        vectors.delete(&removed).await?;
     }
     Ok(removed.len() as u64)
 }
@@ -328,7 +328,7 @@ async fn import(
     match index::import_items(&searcher.pool, &searcher.lexical, &request.items).await {
         Ok(done) => {
             if let Some(vectors) = &searcher.vectors {
-                vectors.wake.notify_one();
+                vectors.notify();
             }
             proto::ImportItemsReply {
                 imported: done.written as u32,

@@ -4,7 +4,10 @@
 //! `embedding_cache` first, so the same text is never embedded twice by one model. The space
 //! records how far it has got (`embedded_upto`); when the configured model changes, a new space
 //! fills up from zero while searches keep working (full-text covers what has no vector yet), and
-//! once it has caught up the spaces of other models are dropped.
+//! once it has caught up the spaces of other models are dropped. When the local model has a
+//! long backlog, static vectors fill in ahead of it ([`ahead`]).
+
+pub mod ahead;
 
 use crate::models::{self, Embedder};
 use crate::vector::{Point, Space, VectorIndex};
@@ -46,6 +49,14 @@ pub struct Vectors {
     queries: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
     /// Pause after each background batch, as a multiple of the time it took.
     pub rest_ratio: f64,
+    /// Static vectors for the items the model has not reached yet, with a local model.
+    pub ahead: Option<ahead::Ahead>,
+    /// Why the model or the vector index failed last, until they work again: health says it.
+    trouble: std::sync::Mutex<Option<String>>,
+    /// Items up to the model's progress, as last counted: (progress, items, deletes then).
+    counted: std::sync::Mutex<Option<(i64, i64, u64)>>,
+    /// Deletes so far, which make the count start again.
+    deletes: std::sync::atomic::AtomicU64,
 }
 
 /// Query vectors kept before the cache is cleared.
@@ -98,7 +109,50 @@ impl Vectors {
             wake: Notify::new(),
             queries: Default::default(),
             rest_ratio: 1.0,
+            ahead: None,
+            trouble: Default::default(),
+            counted: Default::default(),
+            deletes: Default::default(),
         })
+    }
+
+    /// Record that the model or the index failed (`Some`) or worked again (`None`).
+    pub fn set_trouble(&self, trouble: Option<String>) {
+        *self.trouble.lock().unwrap_or_else(|e| e.into_inner()) = trouble;
+    }
+
+    /// The last failure of the model or the index, while it lasts.
+    pub fn trouble(&self) -> Option<String> {
+        self.trouble
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Say that new items were indexed, to the backfill and the static tier.
+    pub fn notify(&self) {
+        self.wake.notify_one();
+        if let Some(ahead) = &self.ahead {
+            ahead.wake.notify_one();
+        }
+    }
+
+    /// Remove the vectors of these items (deleted, or replaced by a rewrite).
+    pub async fn delete(&self, ids: &[i64]) -> anyhow::Result<()> {
+        self.deletes.fetch_add(1, Ordering::AcqRel);
+        if let Some(ahead) = &self.ahead {
+            ahead.delete(ids);
+        }
+        self.index.delete(&self.space, ids).await
+    }
+
+    /// Fill static vectors ahead of the model until `shutdown` (nothing without a tier).
+    pub async fn run_ahead(self: Arc<Self>, pool: SqlitePool, shutdown: CancellationToken) {
+        if let Some(ahead) = &self.ahead {
+            ahead
+                .run(&pool, &self.embedded_upto, self.rest_ratio, &shutdown)
+                .await;
+        }
     }
 
     /// Embed one query text, through the cache.
@@ -261,7 +315,11 @@ impl Vectors {
                 return;
             }
             let started = std::time::Instant::now();
-            match self.step(&pool).await {
+            let stepped = self.step(&pool).await;
+            if stepped.is_ok() {
+                self.set_trouble(None);
+            }
+            match stepped {
                 Ok(0) => {
                     if !dropped_stale {
                         dropped_stale = true;
@@ -287,6 +345,7 @@ impl Vectors {
                 }
                 Err(error) => {
                     tracing::warn!(error = %format!("{error:#}"), "embedding failed; retrying");
+                    self.set_trouble(Some(format!("{error:#}")));
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
                         _ = tokio::time::sleep(Duration::from_secs(5)) => {}
@@ -320,14 +379,57 @@ impl Vectors {
         Ok(())
     }
 
-    /// Items with and without a vector, for status.
-    pub async fn progress(&self, pool: &SqlitePool) -> anyhow::Result<(i64, i64)> {
+    /// Items with a vector of the model, items with a vector of either kind (the model's or a
+    /// static one ahead of it), and all items, for status.
+    ///
+    /// Health asks every two seconds, and counting every item takes tens of milliseconds at a
+    /// million: the items up to the model's progress are counted once and then only the range
+    /// it advanced over (a delete starts the count again), and the rest is a range too.
+    pub async fn progress(&self, pool: &SqlitePool) -> anyhow::Result<Progress> {
         let upto = self.embedded_upto.load(Ordering::Acquire);
-        let (done, total): (i64, i64) =
-            sqlx::query_as("SELECT COALESCE(SUM(id <= ?), 0), COUNT(*) FROM memory_items")
-                .bind(upto)
-                .fetch_one(pool)
-                .await?;
-        Ok((done, total))
+        let deletes = self.deletes.load(Ordering::Acquire);
+        let counted = *self.counted.lock().unwrap_or_else(|e| e.into_inner());
+        let done = match counted {
+            Some((at, done, seen)) if at <= upto && seen == deletes => {
+                let (more,): (i64,) =
+                    sqlx::query_as("SELECT COUNT(*) FROM memory_items WHERE id > ? AND id <= ?")
+                        .bind(at)
+                        .bind(upto)
+                        .fetch_one(pool)
+                        .await?;
+                done + more
+            }
+            _ => {
+                let (done,): (i64,) =
+                    sqlx::query_as("SELECT COUNT(*) FROM memory_items WHERE id <= ?")
+                        .bind(upto)
+                        .fetch_one(pool)
+                        .await?;
+                done
+            }
+        };
+        let (left,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM memory_items WHERE id > ?")
+            .bind(upto)
+            .fetch_one(pool)
+            .await?;
+        // A delete that ran meanwhile is seen by its count at the next call.
+        *self.counted.lock().unwrap_or_else(|e| e.into_inner()) = Some((upto, done, deletes));
+        let total = done + left;
+        let ahead = self.ahead.as_ref().map_or(0, |a| a.len() as i64);
+        Ok(Progress {
+            model: done,
+            searchable: (done + ahead).min(total),
+            total,
+        })
     }
+}
+
+/// How far the vectors have got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Items with a vector of the model.
+    pub model: i64,
+    /// Items with a vector of either kind.
+    pub searchable: i64,
+    pub total: i64,
 }

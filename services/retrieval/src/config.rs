@@ -2,6 +2,7 @@
 //! the embedding model and the vector index ([`open_vectors`]).
 
 use crate::backfill::Vectors;
+use crate::backfill::ahead::Ahead;
 use crate::{models, vector};
 use anyhow::Context as _;
 use common::CommonArgs;
@@ -75,10 +76,48 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_QDRANT_API_KEY", hide_env_values = true)]
     pub qdrant_api_key: Option<String>,
 
+    /// Put before the name of every Qdrant collection this store uses. Stores sharing one
+    /// Qdrant server or cluster need different prefixes, since point ids are the store's item
+    /// ids; keep it fixed for a store, as its URL.
+    #[arg(long, env = "MNEME_QDRANT_PREFIX", default_value = "")]
+    pub qdrant_prefix: String,
+
+    /// Shards of each Qdrant collection mneme creates; unset takes the server's default (one
+    /// on a single server, one per node on a cluster). Fixed once the collection exists.
+    #[arg(long, env = "MNEME_QDRANT_SHARDS")]
+    pub qdrant_shards: Option<u32>,
+
+    /// Copies of each shard, on different nodes of a Qdrant cluster, for each collection mneme
+    /// creates; unset: one. Two or more keep search and writes working while a node is down.
+    #[arg(long, env = "MNEME_QDRANT_REPLICAS")]
+    pub qdrant_replicas: Option<u32>,
+
+    /// Copies of a shard that must apply a write before Qdrant acknowledges it, for each
+    /// collection mneme creates; unset: one. At most `MNEME_QDRANT_REPLICAS`; writes fail while
+    /// fewer copies than this are up.
+    #[arg(long, env = "MNEME_QDRANT_WRITE_CONSISTENCY")]
+    pub qdrant_write_consistency: Option<u32>,
+
     /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
     /// most about half the CPU for a backlog; 0 = as fast as possible).
     #[arg(long, env = "MNEME_EMBED_REST_RATIO", default_value_t = 1.0)]
     pub embed_rest_ratio: f64,
+
+    /// Fill static vectors (distilled from the local model) ahead of the model when its backlog
+    /// is long, so an import is searchable by meaning within minutes; the model fills in
+    /// behind. `false` leaves such items to full-text search until the model reaches them.
+    #[arg(long, env = "MNEME_STATIC_VECTORS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub static_vectors: bool,
+
+    /// The model's backlog, in items, from which static vectors fill in ahead of it (about six
+    /// minutes of the model's work on coding-session items at the default pacing).
+    #[arg(long, env = "MNEME_STATIC_AFTER", default_value_t = 1_000)]
+    pub static_after: i64,
+
+    /// Where the static table distilled from the local model is cached (about 47 MB; made once
+    /// per model in a minute or two). Default: `$MNEME_HOME/models`.
+    #[arg(long, env = "MNEME_STATIC_CACHE")]
+    pub static_cache: Option<PathBuf>,
 
     /// Budget of one context injection, in tokens.
     #[arg(long, env = "MNEME_CONTEXT_TOKENS", default_value_t = 2_000)]
@@ -102,7 +141,14 @@ impl Default for RetrievalArgs {
             lexical_memory: true,
             qdrant_url: "http://127.0.0.1:6334".to_owned(),
             qdrant_api_key: None,
+            qdrant_prefix: String::new(),
+            qdrant_shards: None,
+            qdrant_replicas: None,
+            qdrant_write_consistency: None,
             embed_rest_ratio: 1.0,
+            static_vectors: true,
+            static_after: 1_000,
+            static_cache: None,
             context_tokens: 2_000,
             context_min_relevance: 0.5,
         }
@@ -120,6 +166,7 @@ pub async fn open_vectors(
     args: &RetrievalArgs,
     pool: &sqlx::SqlitePool,
 ) -> Result<Arc<Vectors>, String> {
+    let mut ahead = None;
     let embedder = match args.embed {
         models::Backend::None => return Err("embeddings disabled (MNEME_EMBED=none)".to_owned()),
         models::Backend::Local => {
@@ -143,7 +190,15 @@ pub async fn open_vectors(
             })
             .await
             .map_err(|e| format!("loading the model panicked: {e}"))?;
-            models::Embedder::Local(Arc::new(loaded.map_err(|e| format!("{e:#}"))?))
+            let model = Arc::new(loaded.map_err(|e| format!("{e:#}"))?);
+            if args.static_vectors {
+                let cache = args
+                    .static_cache
+                    .clone()
+                    .unwrap_or_else(|| common.home_dir().join("models"));
+                ahead = Some(Ahead::new(model.clone(), cache, args.static_after));
+            }
+            models::Embedder::Local(model)
         }
         models::Backend::Openai => {
             let remote = models::RemoteModel::connect(
@@ -162,19 +217,28 @@ pub async fn open_vectors(
             Arc::new(vector::SqliteVec::new(pool.clone()))
         }
         "sqlite" | "sqlite-vec" => Arc::new(vector::SqliteVec::without_memory(pool.clone())),
-        "qdrant" => Arc::new(
-            vector::qdrant::Qdrant::connect(
+        "qdrant" => {
+            let layout = vector::qdrant::Layout {
+                shards: args.qdrant_shards,
+                replicas: args.qdrant_replicas,
+                write_consistency: args.qdrant_write_consistency,
+            };
+            let qdrant = vector::qdrant::Qdrant::connect(
                 &args.qdrant_url,
                 args.qdrant_api_key.clone(),
                 Duration::from_secs(10),
             )
-            .map_err(|e| format!("{e:#}"))?,
-        ),
+            .and_then(|q| q.with_prefix(&args.qdrant_prefix))
+            .and_then(|q| q.with_layout(layout))
+            .map_err(|e| format!("{e:#}"))?;
+            Arc::new(qdrant)
+        }
         other => return Err(format!("unknown vector index {other:?} (sqlite or qdrant)")),
     };
     let mut vectors = Vectors::open(pool, embedder, index)
         .await
         .map_err(|e| format!("{e:#}"))?;
     vectors.rest_ratio = args.embed_rest_ratio.max(0.0);
+    vectors.ahead = ahead;
     Ok(Arc::new(vectors))
 }

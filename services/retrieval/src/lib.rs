@@ -114,6 +114,7 @@ async fn serve(
     }
     if let Some(vectors) = &vectors {
         tasks.spawn(vectors.clone().run(pool.clone(), stop.clone()));
+        tasks.spawn(vectors.clone().run_ahead(pool.clone(), stop.clone()));
         tasks.spawn(worker::report_progress(
             vectors.clone(),
             pool.clone(),

@@ -144,7 +144,17 @@ struct Evidence {
     fts_rank: Option<usize>,
     bm25: f64,
     vector_rank: Option<usize>,
+    /// Cosine with the model's vector of the item.
     cosine: Option<f32>,
+    /// Calibrated cosine with the item's static vector, for items the model has not reached.
+    ahead: Option<f32>,
+}
+
+impl Evidence {
+    /// The item's semantic similarity: the model's when it has one, the static one otherwise.
+    fn similarity(&self) -> Option<f32> {
+        self.cosine.or(self.ahead)
+    }
 }
 
 const ROW_COLUMNS: &str = "m.id, m.session_id, m.project, m.kind, m.author, m.title, m.text,
@@ -164,7 +174,7 @@ impl Searcher {
         let depth = (limit * tuning.depth as usize).max(tuning.min_depth as usize);
         let vectors = self.vectors.as_ref().filter(|_| request.mode != "fts");
         let use_fts = request.mode != "vector" || vectors.is_none();
-        let mode = match (use_fts, vectors.is_some()) {
+        let mut mode = match (use_fts, vectors.is_some()) {
             (true, true) => "hybrid",
             (true, false) => "fts",
             (false, _) => "vector",
@@ -233,7 +243,26 @@ impl Searcher {
                 .index
                 .knn(&vectors.space, &vector, k, &filter)
                 .await?;
-            Ok(Some((vector, hits)))
+            // Items the model has not reached yet are searched by their static vectors, on a
+            // blocking thread as the in-memory scan of the model's vectors is.
+            let ahead = match vectors.ahead.as_ref().and_then(|a| a.query(&when.text)) {
+                Some(query) => {
+                    let vectors = Arc::clone(vectors);
+                    Some(
+                        tokio::task::spawn_blocking(move || {
+                            let hits = vectors
+                                .ahead
+                                .as_ref()
+                                .map(|a| a.knn(&query, k, &filter))
+                                .unwrap_or_default();
+                            (query, hits)
+                        })
+                        .await?,
+                    )
+                }
+                None => None,
+            };
+            Ok(Some((vector, hits, ahead)))
         };
         let started = std::time::Instant::now();
         let ((fts_rows, fts_took), (semantic, vector_took)) =
@@ -248,8 +277,39 @@ impl Searcher {
             // BM25 ranks are negative, better ones lower.
             e.bm25 = -score;
         }
+        let semantic = match semantic {
+            Ok(found) => {
+                if let Some(vectors) = vectors {
+                    vectors.set_trouble(None);
+                }
+                found
+            }
+            // A vector index or embedding endpoint that is down must not take search with it:
+            // full-text answers alone, the mode says so, and health reports the trouble.
+            Err(error) if use_fts => {
+                tracing::warn!(error = %format!("{error:#}"), "vector search failed; answering from full-text search alone");
+                if let Some(vectors) = vectors {
+                    vectors.set_trouble(Some(format!("{error:#}")));
+                }
+                mode = "fts";
+                None
+            }
+            Err(error) => return Err(error),
+        };
         let mut query_vector = None;
-        if let Some((vector, hits)) = semantic? {
+        let mut ahead_query = None;
+        if let Some((vector, hits, ahead)) = semantic {
+            if let Some((query, hits)) = ahead {
+                // No floor here: the floor is a level of the model's cosines, and a static
+                // cosine's level shifts with the kind of text (conversation or tool output)
+                // more than its order does, so the tier's nearest items are taken as they rank.
+                for (rank, (id, cosine)) in hits.into_iter().enumerate() {
+                    let e = evidence.entry(id).or_default();
+                    e.vector_rank = Some(rank);
+                    e.ahead = Some(cosine);
+                }
+                ahead_query = Some(query);
+            }
             for (rank, (id, cosine)) in hits.into_iter().enumerate() {
                 // Below the floor a neighbour is not a find; its similarity still counts for
                 // an item full-text found.
@@ -277,9 +337,23 @@ impl Searcher {
         let neighbours = self.neighbours(&rows, &where_sql, &binds).await?;
         let known: std::collections::HashSet<i64> = rows.iter().map(|r| r.id).collect();
         rows.extend(neighbours.into_iter().filter(|r| !known.contains(&r.id)));
-        if let (Some(vectors), Some(query)) = (vectors, &query_vector) {
-            self.fill_cosines(vectors, query, &rows, &mut evidence)
-                .await?;
+        if let (Some(vectors), Some(query)) = (vectors, &query_vector)
+            && let Err(error) = self
+                .fill_cosines(vectors, query, &rows, &mut evidence)
+                .await
+        {
+            // Without the index's cosines the candidates rank by what else is known.
+            tracing::warn!(error = %format!("{error:#}"), "could not read the candidates' cosines");
+        }
+        if let (Some(ahead), Some(query)) = (vectors.and_then(|v| v.ahead.as_ref()), &ahead_query) {
+            let wanted: Vec<i64> = rows
+                .iter()
+                .map(|r| r.id)
+                .filter(|id| evidence.get(id).is_none_or(|e| e.similarity().is_none()))
+                .collect();
+            for (id, cosine) in ahead.cosines(query, &wanted) {
+                evidence.entry(id).or_default().ahead = Some(cosine);
+            }
         }
         let loaded = started.elapsed();
         let scores = score(tuning, request, &rows, &evidence, mode);
@@ -317,7 +391,7 @@ impl Searcher {
                 let body = format!("{} {}", row.title, row.text);
                 let lexical = text::coverage(&terms, &body);
                 matched.insert(row.id, text::matched_terms(&terms, &body));
-                let relevance = relevance(lexical, e.cosine, query_vector.is_some());
+                let relevance = relevance(lexical, e.similarity(), query_vector.is_some());
                 if relevance < request.min_relevance {
                     return None;
                 }
@@ -519,9 +593,11 @@ fn score(
             // BM25 relative to the best match (an item that does not match scores 0, as every
             // unmatched item would); cosine min-max over the candidates.
             let best_bm25 = rows.iter().map(|r| get(r.id).bm25).fold(0.0, f64::max);
+            // An item the model has not reached yet has a static cosine instead, calibrated to
+            // the model's scale, so both kinds share one range.
             let cosines: Vec<f64> = rows
                 .iter()
-                .filter_map(|r| get(r.id).cosine.map(f64::from))
+                .filter_map(|r| get(r.id).similarity().map(f64::from))
                 .collect();
             let lo = cosines.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = cosines.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -533,7 +609,7 @@ fn score(
                     } else {
                         0.0
                     };
-                    let semantic = match e.cosine.map(f64::from) {
+                    let semantic = match e.similarity().map(f64::from) {
                         // In vector mode the cosine itself ranks, so a lone candidate still
                         // scores.
                         Some(c) if mode == "vector" => c,

@@ -140,22 +140,53 @@ impl StaticModel {
         model_dir: &Path,
         cache_dir: &Path,
     ) -> anyhow::Result<(StaticModel, Option<Duration>)> {
-        let model = LocalModel::load(model_dir)?;
+        StaticModel::for_model(&LocalModel::load(model_dir)?, cache_dir)
+    }
+
+    /// The cached table of `model`, from `cache_dir`, distilled and cached first when missing
+    /// or made from other weights. Returns how long distillation took when it ran.
+    ///
+    /// Distillation holds a lock file in `cache_dir`: services and tests sharing one cache
+    /// distil once, and the others wait and load what it wrote.
+    pub fn for_model(
+        model: &LocalModel,
+        cache_dir: &Path,
+    ) -> anyhow::Result<(StaticModel, Option<Duration>)> {
         let path = StaticModel::cache_path(cache_dir, model.id());
-        if path.is_file() {
+        let cached = || -> Option<StaticModel> {
+            if !path.is_file() {
+                return None;
+            }
             match StaticModel::load(&path, model.tokenizer().clone()) {
-                Ok(loaded) if loaded.source == model.id() => return Ok((loaded, None)),
-                Ok(_) => {}
+                Ok(loaded) if loaded.source == model.id() => Some(loaded),
+                Ok(_) => None,
                 Err(error) => {
-                    tracing::warn!(error = %format!("{error:#}"), path = %path.display(), "distilling again: the cached static table is unreadable")
+                    tracing::warn!(error = %format!("{error:#}"), path = %path.display(), "distilling again: the cached static table is unreadable");
+                    None
                 }
             }
+        };
+        if let Some(loaded) = cached() {
+            return Ok((loaded, None));
         }
-        let started = Instant::now();
-        let distilled = StaticModel::distil(&model)?;
-        let took = started.elapsed();
         std::fs::create_dir_all(cache_dir)
             .with_context(|| format!("creating {}", cache_dir.display()))?;
+        let lock_path = path.with_extension("lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("opening {}", lock_path.display()))?;
+        lock.lock()
+            .with_context(|| format!("locking {}", lock_path.display()))?;
+        // Another process may have distilled while this one waited for the lock.
+        if let Some(loaded) = cached() {
+            return Ok((loaded, None));
+        }
+        let started = Instant::now();
+        let distilled = StaticModel::distil(model)?;
+        let took = started.elapsed();
         distilled.save(&path)?;
         Ok((distilled, Some(took)))
     }

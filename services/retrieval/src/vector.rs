@@ -203,9 +203,21 @@ impl SqliteVec {
 }
 
 /// Read every vector of `space` from its `vec0` table.
+///
+/// A full scan of `vec0` looks each column of each row up on its own: the vector is one blob
+/// read, but the partition key and every metadata column are further statements and blob
+/// reads, so a million rows took minutes. The fields searches filter on are therefore read
+/// from the row's memory item, which they were copied from when the vector was written (an
+/// item is never changed in place: a rewrite is a new item); only a vector whose item is gone
+/// falls back to `vec0`'s own copy (`COALESCE` reads its second argument only when the first
+/// is null). The vectors themselves, and which ones there are, still come from `vec0` alone.
 async fn load(pool: &SqlitePool, space: &Space) -> anyhow::Result<Flat> {
+    // A LEFT JOIN keeps `vec0`'s scan as the outer loop, each item looked up by its id.
     let sql = format!(
-        "SELECT item_id, embedding, project, kind, session_id, occurred_at FROM {}",
+        "SELECT v.item_id, v.embedding,
+                COALESCE(m.project, v.project), COALESCE(m.kind, v.kind),
+                COALESCE(m.session_id, v.session_id), COALESCE(m.occurred_at, v.occurred_at)
+         FROM {} AS v LEFT JOIN memory_items AS m ON m.id = v.item_id",
         checked(&space.table)?
     );
     let mut flat = Flat::new(space.dim);
@@ -490,6 +502,24 @@ pub(crate) mod tests {
             })
             .collect();
         direct.upsert(&space, &points).await.unwrap();
+        // Half the vectors have their memory item, whose fields the load reads; the others
+        // (items gone since) keep the fields `vec0` holds.
+        for point in points.iter().filter(|p| p.id % 2 == 0) {
+            sqlx::query(
+                "INSERT INTO memory_items (id, source, source_id, kind, session_id, project,
+                     title, text, seq, text_hash, occurred_at, indexed_at)
+                 VALUES (?, 'test', ?, ?, ?, ?, '', '', 1, '', ?, 0)",
+            )
+            .bind(point.id)
+            .bind(point.id)
+            .bind(&point.kind)
+            .bind(&point.session_id)
+            .bind(&point.project)
+            .bind(point.occurred_at)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        }
 
         // A new index over the same store loads what is there, then keeps up with changes.
         let memory = SqliteVec::new(store.pool().clone());
@@ -590,6 +620,47 @@ pub(crate) mod tests {
             .await
             .unwrap();
         assert_eq!(recent.iter().map(|h| h.0).collect::<Vec<_>>(), [2]);
+        // Each remaining filter alone, and a time window closed at both ends (its end is
+        // excluded).
+        for (filter, want) in [
+            (
+                VectorFilter {
+                    sessions: vec!["s1".into(), "s3".into()],
+                    ..VectorFilter::default()
+                },
+                vec![1, 3],
+            ),
+            (
+                VectorFilter {
+                    until_ms: Some(20),
+                    ..VectorFilter::default()
+                },
+                vec![1],
+            ),
+            (
+                VectorFilter {
+                    since_ms: Some(10),
+                    until_ms: Some(30),
+                    ..VectorFilter::default()
+                },
+                vec![1, 2],
+            ),
+            (
+                VectorFilter {
+                    kinds: vec!["prompt".into(), "tool".into()],
+                    project: Some("b".into()),
+                    ..VectorFilter::default()
+                },
+                vec![2],
+            ),
+        ] {
+            let hits = index.knn(&space, &query, 10, &filter).await.unwrap();
+            assert_eq!(
+                hits.iter().map(|h| h.0).collect::<Vec<_>>(),
+                want,
+                "{filter:?}"
+            );
+        }
         // Upserting an id replaces its vector.
         index
             .upsert(&space, &[point(1, &[0.0, 0.0, 1.0], "a", "prompt", 10)])

@@ -49,15 +49,32 @@ pub(crate) async fn report_progress(
     shutdown: CancellationToken,
 ) {
     let mut meter = RateMeter::default();
+    let mut model_meter = RateMeter::default();
     loop {
-        if let Ok((done, total)) = vectors.progress(&pool).await {
-            let backlog = meter.sample(std::time::Instant::now(), done, total);
-            counters.set_detail(format!(
-                "hybrid: {} in {}, {done}/{total} items embedded",
+        if let Ok(progress) = vectors.progress(&pool).await {
+            let now = std::time::Instant::now();
+            // `embedding` is what a person waits for: items searchable by meaning, by the
+            // model's vector or a static one ahead of it. `model` is the model alone.
+            let backlog = meter.sample(now, progress.searchable, progress.total, "embedding");
+            let model = model_meter.sample(now, progress.model, progress.total, "model");
+            let ahead = progress.searchable - progress.model;
+            let mut detail = format!(
+                "hybrid: {} in {}, {}/{} items embedded",
                 vectors.space.model,
-                vectors.index.name()
-            ));
-            counters.set_backlogs(vec![backlog]);
+                vectors.index.name(),
+                progress.model,
+                progress.total,
+            );
+            if ahead > 0 {
+                detail.push_str(&format!(", {ahead} more by static vectors ahead of it"));
+            }
+            if let Some(trouble) = vectors.trouble() {
+                detail.push_str(&format!(
+                    "; semantic search unavailable, answering full-text only: {trouble}"
+                ));
+            }
+            counters.set_detail(detail);
+            counters.set_backlogs(vec![backlog, model]);
         }
         tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -74,7 +91,13 @@ struct RateMeter {
 
 impl RateMeter {
     /// Record `done` of `total` at `now` and say how fast the backlog moves.
-    fn sample(&mut self, now: std::time::Instant, done: i64, total: i64) -> proto::Backlog {
+    fn sample(
+        &mut self,
+        now: std::time::Instant,
+        done: i64,
+        total: i64,
+        name: &str,
+    ) -> proto::Backlog {
         // Items deleted by retention or a session delete lower `done`; a rate measured across
         // that drop would be wrong, so the window starts again.
         if self.samples.back().is_some_and(|&(_, last)| done < last) {
@@ -103,7 +126,7 @@ impl RateMeter {
             -1
         };
         proto::Backlog {
-            name: "embedding".to_owned(),
+            name: name.to_owned(),
             done,
             total,
             rate_per_s,
@@ -317,7 +340,7 @@ impl Handler for FeedIndexer {
         let replaced = index_batch(pool, lexical, notices).await?;
         if let Some(vectors) = vectors {
             if !replaced.is_empty()
-                && let Err(error) = vectors.index.delete(&vectors.space, &replaced).await
+                && let Err(error) = vectors.delete(&replaced).await
             {
                 // A stale vector points at an id that no longer exists, which search skips; it
                 // costs space, not correctness.
@@ -342,7 +365,7 @@ impl Handler for FeedIndexer {
                     tracing::warn!(error = %format!("{error:#}"), "could not embed patterns ahead of the backlog");
                 }
             }
-            vectors.wake.notify_one();
+            vectors.notify();
         }
         Ok(Handled::Ack)
     }
@@ -357,25 +380,25 @@ mod tests {
     fn the_rate_is_measured_over_the_last_minute_and_gives_the_time_left() {
         let start = Instant::now();
         let mut meter = RateMeter::default();
-        let first = meter.sample(start, 0, 100);
+        let first = meter.sample(start, 0, 100, "embedding");
         assert_eq!(
             (first.rate_per_s, first.eta_ms),
             (0.0, -1),
             "nothing moved yet"
         );
-        let later = meter.sample(start + Duration::from_secs(10), 20, 100);
+        let later = meter.sample(start + Duration::from_secs(10), 20, 100, "embedding");
         assert!((later.rate_per_s - 2.0).abs() < 1e-9, "{later:?}");
         assert_eq!(later.eta_ms, 40_000, "80 items left at 2 a second");
         // Two minutes on, the first samples have left the window: the rate is the recent one.
-        meter.sample(start + Duration::from_secs(70), 30, 100);
-        let recent = meter.sample(start + Duration::from_secs(130), 90, 100);
+        meter.sample(start + Duration::from_secs(70), 30, 100, "embedding");
+        let recent = meter.sample(start + Duration::from_secs(130), 90, 100, "embedding");
         assert!((recent.rate_per_s - 1.0).abs() < 1e-9, "{recent:?}");
         assert_eq!(recent.eta_ms, 10_000);
-        let level = meter.sample(start + Duration::from_secs(140), 100, 100);
+        let level = meter.sample(start + Duration::from_secs(140), 100, 100, "embedding");
         assert_eq!(level.eta_ms, 0, "done");
         // A delete lowers what is done: the window starts again rather than report a negative
         // rate.
-        let after_delete = meter.sample(start + Duration::from_secs(150), 50, 60);
+        let after_delete = meter.sample(start + Duration::from_secs(150), 50, 60, "embedding");
         assert_eq!((after_delete.rate_per_s, after_delete.eta_ms), (0.0, -1));
     }
 }

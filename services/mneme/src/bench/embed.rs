@@ -7,21 +7,28 @@
 //!   title, text and context).
 //! - Strategies: `minilm` (today's path: id order, batches of `backfill::BATCH`),
 //!   `minilm-by-length` (the same items sorted by length before batching, so a batch pads
-//!   little) and `static` (the table distilled from the same MiniLM, whole texts). MiniLM runs
-//!   on an evenly spread sample of the items (`MNEME_BENCH_EMBED_SAMPLE`, 256 by default): at a
-//!   few items a second, all of them would take hours. Static runs on all items and the sample.
+//!   little), `static` (the table distilled from the same MiniLM, whole texts, alone) and
+//!   `default`: the service's static tier (`backfill::ahead`) filling from the store, reading
+//!   the items from SQLite and resting after each batch at the default pacing, which is what a
+//!   long backlog gets. MiniLM runs on an evenly spread sample of the items
+//!   (`MNEME_BENCH_EMBED_SAMPLE`, 256 by default): at a few items a second, all of them would
+//!   take hours.
 //! - Quality: LoCoMo conversations 3–9 (the ranking defaults were chosen on 0–2, see
-//!   `retrieval::search::Tuning`), fed through ingest and indexed as the `locomo` bench does;
-//!   each strategy fills its own vector space in the same store, and every question with
-//!   evidence is searched in process, vector-only and hybrid, with the service's default
-//!   ranking. The static table reaches the searcher as an OpenAI-compatible endpoint served
-//!   here, the one embedder kind the service can take without new wiring.
+//!   `retrieval::search::Tuning`; `MNEME_BENCH_EMBED_SPLIT=dev` measures 0–2 instead, where
+//!   the static tier's variant and calibration are chosen), fed through ingest and indexed as
+//!   the `locomo` bench does, and every question with evidence searched in process,
+//!   vector-only and hybrid, with the service's default ranking: by the static tier alone (the
+//!   model's space empty, as before the model reaches the items; every variant with
+//!   `MNEME_BENCH_EMBED_VARIANTS=1`), then by the model once it has embedded everything. The
+//!   fit of the model's cosines to the static ones (the tier's calibration) is printed too.
 //!
 //! The distilled table is cached in `MNEME_STATIC_CACHE` (default `target/mneme-static`).
 
 use crate::Bed;
 use anyhow::Context as _;
-use retrieval::models::{Embedder, LocalModel, RemoteModel};
+use retrieval::backfill::Vectors;
+use retrieval::backfill::ahead::Ahead;
+use retrieval::models::{Embedder, LocalModel};
 use retrieval::search::{Searcher, Tuning};
 use retrieval::static_model::{StaticModel, Variant};
 use serde_json::Value;
@@ -29,10 +36,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The LoCoMo conversations figures are reported on: the ranking defaults were tuned on 0–2.
 const TEST_CONVERSATIONS: std::ops::RangeInclusive<usize> = 3..=9;
+/// The conversations choices are made on (`MNEME_BENCH_EMBED_SPLIT=dev`).
+const DEV_CONVERSATIONS: std::ops::RangeInclusive<usize> = 0..=2;
 
 fn env_path(name: &str, default: &str) -> PathBuf {
     std::env::var_os(name).map_or_else(
@@ -50,12 +58,17 @@ pub async fn embed() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(256);
+    let dev = std::env::var("MNEME_BENCH_EMBED_SPLIT").is_ok_and(|v| v == "dev");
+    let (split, conversations) = if dev {
+        ("dev", DEV_CONVERSATIONS)
+    } else {
+        ("test", TEST_CONVERSATIONS)
+    };
 
-    let dir = model_dir.clone();
-    let cache_dir = cache.clone();
+    let minilm = Arc::new(LocalModel::load(&model_dir)?);
+    let (source, cache_dir) = (minilm.clone(), cache.clone());
     let (table, distilled) =
-        tokio::task::spawn_blocking(move || StaticModel::load_or_distil(&dir, &cache_dir))
-            .await??;
+        tokio::task::spawn_blocking(move || StaticModel::for_model(&source, &cache_dir)).await??;
     match distilled {
         Some(took) => println!(
             "static: distilled {} tokens × {} dims in {:.1}s, cached in {}",
@@ -66,10 +79,10 @@ pub async fn embed() -> anyhow::Result<()> {
         ),
         None => println!("static: table loaded from {}", cache.display()),
     }
-    let minilm = Arc::new(LocalModel::load(&model_dir)?);
 
     // Throughput on real coding-session items.
-    let items = session_items().await?;
+    let sessions = SessionItems::store().await?;
+    let items = sessions.texts().await?;
     let chars: Vec<usize> = items.iter().map(|t| t.chars().count()).collect();
     let sorted_chars = crate::sorted(chars.iter().map(|&c| c as f64).collect());
     println!(
@@ -96,7 +109,7 @@ pub async fn embed() -> anyhow::Result<()> {
     }
     let minilm_rate = rate(sample.len(), started.elapsed());
     println!(
-        "minilm:           {} items {minilm_rate:.1} items/s",
+        "minilm:           {} items {minilm_rate:.1} items/s (unpaced)",
         sample.len()
     );
     throughput.push(("minilm", minilm_rate));
@@ -109,68 +122,74 @@ pub async fn embed() -> anyhow::Result<()> {
     }
     let by_length_rate = rate(sample.len(), started.elapsed());
     println!(
-        "minilm-by-length: {} items {by_length_rate:.1} items/s",
+        "minilm-by-length: {} items {by_length_rate:.1} items/s (unpaced)",
         sample.len()
     );
     throughput.push(("minilm-by-length", by_length_rate));
 
-    let started = Instant::now();
-    for chunk in sample.chunks(batch) {
-        table.embed(chunk)?;
-    }
-    let static_sample_rate = rate(sample.len(), started.elapsed());
     let started = Instant::now();
     for chunk in items.chunks(batch) {
         table.embed(chunk)?;
     }
     let static_rate = rate(items.len(), started.elapsed());
     println!(
-        "static:           {} items {static_rate:.0} items/s (sample: {static_sample_rate:.0} items/s)",
+        "static:           {} items {static_rate:.0} items/s (the table alone, unpaced)",
         items.len()
     );
     throughput.push(("static", static_rate));
 
-    // Quality on LoCoMo's test split.
-    let mut variants = vec![Variant::PLAIN];
-    if std::env::var_os("MNEME_BENCH_EMBED_VARIANTS").is_some() {
-        variants.extend([
-            Variant {
-                centre: true,
-                zipf: false,
-            },
-            Variant {
-                centre: false,
-                zipf: true,
-            },
-            Variant {
-                centre: true,
-                zipf: true,
-            },
-        ]);
+    // The default: the service's static tier filling ahead of the model on the store, reading
+    // the items from SQLite and resting after each batch as the service does.
+    let rest_ratio = retrieval::RetrievalArgs::default().embed_rest_ratio;
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let ahead = Ahead::new(minilm.clone(), cache.clone(), 1);
+        ahead.load().await?;
+        let started = Instant::now();
+        let mut done = 0;
+        loop {
+            let batch_started = Instant::now();
+            let n = ahead.step(sessions.store.pool(), 0).await?;
+            if n == 0 {
+                break;
+            }
+            done += n;
+            tokio::time::sleep(batch_started.elapsed().mul_f64(rest_ratio)).await;
+        }
+        anyhow::ensure!(
+            done == items.len(),
+            "the tier covered {done} of {} items",
+            items.len()
+        );
+        runs.push(rate(done, started.elapsed()));
     }
-    let mut strategies: Vec<(String, Embedder)> =
-        vec![("minilm".to_owned(), Embedder::Local(minilm.clone()))];
-    let mut servers = Vec::new();
-    for variant in &variants {
-        let mut model = table.clone();
-        model.set_variant(*variant);
-        let (url, server) = serve(Arc::new(model)).await?;
-        servers.push(server);
-        let remote =
-            RemoteModel::connect(&url, &variant.label(), None, Duration::from_secs(60)).await?;
-        let name = if *variant == Variant::PLAIN {
-            "static".to_owned()
-        } else {
-            format!("static-{}", variant.label())
-        };
-        strategies.push((name, Embedder::Remote(Arc::new(remote))));
-    }
-    let recall = locomo_quality(&strategies).await?;
-    for server in servers {
-        server.abort();
-    }
+    let default_rate = crate::sorted(runs)[1];
+    println!(
+        "default:          {} items {default_rate:.0} items/s (static tier from the store, paced at rest ratio {rest_ratio}; median of 3)",
+        items.len()
+    );
+    sessions.stop().await;
 
-    println!("\nLoCoMo test split (conversations 3-9), turn-level evidence recall (%):");
+    // Quality on a LoCoMo split.
+    let mut variants = vec![retrieval::backfill::ahead::VARIANT];
+    if std::env::var_os("MNEME_BENCH_EMBED_VARIANTS").is_some() {
+        for centre in [false, true] {
+            for zipf in [false, true] {
+                let variant = Variant { centre, zipf };
+                if !variants.contains(&variant) {
+                    variants.push(variant);
+                }
+            }
+        }
+    }
+    let quality = locomo_quality(&minilm, &cache, &variants, conversations.clone()).await?;
+    let recall = &quality.recall;
+
+    println!(
+        "\nLoCoMo {split} split (conversations {}-{}), turn-level evidence recall (%):",
+        conversations.start(),
+        conversations.end()
+    );
     println!(
         "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8}",
         "strategy", "n", "vec R@5", "vec R@10", "hyb R@5", "hyb R@10"
@@ -180,18 +199,28 @@ pub async fn embed() -> anyhow::Result<()> {
         "{:<22} {n:>5} {f5:>8.1} {f10:>8.1}   (full-text only)",
         "fts"
     );
-    for (name, _) in &strategies {
+    let mut names: Vec<String> = variants.iter().map(|v| ahead_label(*v)).collect();
+    names.push("minilm".to_owned());
+    for name in &names {
         let (v5, v10, n) = recall.get(&format!("{name}/vector"));
         let (h5, h10, _) = recall.get(&format!("{name}/hybrid"));
         println!("{name:<22} {n:>5} {v5:>8.1} {v10:>8.1} {h5:>8.1} {h10:>8.1}");
     }
+    println!(
+        "calibration: model cosine ≈ {:.3} + {:.3} × z of the static cosine (static {})",
+        quality.mean,
+        quality.scale,
+        retrieval::backfill::ahead::VARIANT.label()
+    );
+    let default_label = ahead_label(retrieval::backfill::ahead::VARIANT);
     let figures: Vec<String> = throughput
         .iter()
+        .chain([("default", default_rate)].iter())
         .map(|(name, per_s)| {
-            let quality = if *name == "minilm-by-length" {
-                "minilm"
-            } else {
-                name
+            let quality = match *name {
+                "minilm-by-length" => "minilm".to_owned(),
+                "static" | "default" => default_label.clone(),
+                other => other.to_owned(),
             };
             let (v5, v10, _) = recall.get(&format!("{quality}/vector"));
             let (h5, h10, _) = recall.get(&format!("{quality}/hybrid"));
@@ -201,7 +230,7 @@ pub async fn embed() -> anyhow::Result<()> {
         })
         .collect();
     println!(
-        "embed: strategy=minilm items_per_s={minilm_rate:.1} {} distil_s={} items={} sample={}",
+        "embed: strategy=default items_per_s={default_rate:.1} split={split} fts_r5={f5:.1} fts_r10={f10:.1} {} distil_s={} items={} sample={}",
         figures.join(" "),
         distilled.map_or("cached".to_owned(), |d| format!("{:.1}", d.as_secs_f64())),
         items.len(),
@@ -210,56 +239,81 @@ pub async fn embed() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The texts retrieval would embed for the real transcripts, in item id order.
-async fn session_items() -> anyhow::Result<Vec<String>> {
-    let files = crate::compress_bench::transcripts()?;
-    let bed = Bed::start(true).await?;
-    let client = async_nats::connect(&bed.common.nats_url).await?;
-    let js = async_nats::jetstream::new(client);
-    let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default())?;
-    let mut total = 0usize;
-    for file in files {
-        let replay = hosts::claude_code::transcript::claude_code_replay(&file)?;
-        let mut acks = Vec::new();
-        for payload in &replay.payloads {
-            let event =
-                hosts::claude_code::adapter::normalise(payload.to_string().as_bytes(), &sanitizer);
-            acks.push(crate::publish(&js, &event).await?);
+/// The name of a static tier's figures.
+fn ahead_label(variant: Variant) -> String {
+    format!("static-{}", variant.label())
+}
+
+/// The real transcripts stored through ingest and indexed as retrieval would, in a store kept
+/// open for the static tier to fill from.
+struct SessionItems {
+    bed: Bed,
+    store: store::Store,
+}
+
+impl SessionItems {
+    async fn store() -> anyhow::Result<SessionItems> {
+        let files = crate::compress_bench::transcripts()?;
+        let bed = Bed::start(true).await?;
+        let client = async_nats::connect(&bed.common.nats_url).await?;
+        let js = async_nats::jetstream::new(client);
+        let sanitizer = sanitize::Sanitizer::new(&sanitize::Config::default())?;
+        let mut total = 0usize;
+        for file in files {
+            let replay = hosts::claude_code::transcript::claude_code_replay(&file)?;
+            let mut acks = Vec::new();
+            for payload in &replay.payloads {
+                let event = hosts::claude_code::adapter::normalise(
+                    payload.to_string().as_bytes(),
+                    &sanitizer,
+                );
+                acks.push(crate::publish(&js, &event).await?);
+            }
+            for ack in acks {
+                ack.await?;
+            }
+            total += replay.payloads.len();
         }
-        for ack in acks {
-            ack.await?;
+        let store = store::Store::open(&bed.common.db_path()).await?;
+        // A few payloads of a transcript can be identical within ingest's dedup window, so
+        // wait for most of them and then for the count to settle.
+        let started = Instant::now();
+        let mut last = -1;
+        loop {
+            let n = crate::count(&store).await?;
+            if n as usize >= total * 99 / 100 && n == last {
+                break;
+            }
+            last = n;
+            anyhow::ensure!(
+                started.elapsed() < Duration::from_secs(300),
+                "ingest stored {n} of {total} events"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        total += replay.payloads.len();
+        let lexical = retrieval::lexical::Lexical::new();
+        retrieval::index::catch_up(store.pool(), &lexical).await?;
+        Ok(SessionItems { bed, store })
     }
-    let store = store::Store::open(&bed.common.db_path()).await?;
-    // A few payloads of a transcript can be identical within ingest's dedup window, so wait
-    // for most of them and then for the count to settle.
-    let started = Instant::now();
-    let mut last = -1;
-    loop {
-        let n = crate::count(&store).await?;
-        if n as usize >= total * 99 / 100 && n == last {
-            break;
-        }
-        last = n;
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(300),
-            "ingest stored {n} of {total} events"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
+
+    /// The texts retrieval embeds, in item id order.
+    async fn texts(&self) -> anyhow::Result<Vec<String>> {
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT title, text, context FROM memory_items ORDER BY id")
+                .fetch_all(self.store.pool())
+                .await?;
+        Ok(rows
+            .iter()
+            .map(|(title, text, context)| {
+                retrieval::index::NewItem::embed_text(title, text, context)
+            })
+            .collect())
     }
-    let lexical = retrieval::lexical::Lexical::new();
-    retrieval::index::catch_up(store.pool(), &lexical).await?;
-    let rows: Vec<(String, String, String)> =
-        sqlx::query_as("SELECT title, text, context FROM memory_items ORDER BY id")
-            .fetch_all(store.pool())
-            .await?;
-    store.close().await;
-    bed.stop().await;
-    Ok(rows
-        .iter()
-        .map(|(title, text, context)| retrieval::index::NewItem::embed_text(title, text, context))
-        .collect())
+
+    async fn stop(self) {
+        self.store.close().await;
+        self.bed.stop().await;
+    }
 }
 
 /// Recall sums per label.
@@ -283,17 +337,55 @@ impl Recall {
     }
 }
 
-/// LoCoMo's test conversations through ingest and the indexer; every strategy fills its own
-/// vector space of the same store and answers every question with evidence.
-async fn locomo_quality(strategies: &[(String, Embedder)]) -> anyhow::Result<Recall> {
+/// Recall of every strategy, and the fit of the model's cosines to the static ones.
+struct Quality {
+    recall: Recall,
+    /// The model's mean cosine of unrelated pairs.
+    mean: f64,
+    /// The model cosine one static spread is worth.
+    scale: f64,
+}
+
+/// Sums over LoCoMo questions for the static tier's calibration.
+#[derive(Default)]
+struct Calibration {
+    questions: usize,
+    model_mean: f64,
+    model_spread: f64,
+    related: usize,
+    static_z: f64,
+    model_z: f64,
+}
+
+/// Mean and spread (standard deviation) of `values`, when there are at least two.
+fn spread(values: &[f64]) -> Option<(f64, f64)> {
+    if values.len() < 2 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    Some((mean, variance.sqrt().max(1e-6)))
+}
+
+/// LoCoMo's conversations through ingest and the indexer, each answered by full-text search,
+/// then by the static tier of each variant (the model's space still empty, as before the model
+/// reaches the items), then by the model once it has embedded everything.
+async fn locomo_quality(
+    minilm: &Arc<LocalModel>,
+    cache: &Path,
+    variants: &[Variant],
+    conversations: std::ops::RangeInclusive<usize>,
+) -> anyhow::Result<Quality> {
     let path = crate::retrieval_bench::locomo_path();
     let data: Value = serde_json::from_slice(
         &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
     )?;
     let samples = data.as_array().context("locomo10.json is not a list")?;
     let mut recall = Recall::default();
+    let mut calibration = Calibration::default();
     let started = Instant::now();
-    for index in TEST_CONVERSATIONS {
+    for index in conversations {
         let Some(sample) = samples.get(index) else {
             continue;
         };
@@ -339,52 +431,102 @@ async fn locomo_quality(strategies: &[(String, Embedder)]) -> anyhow::Result<Rec
             .into_iter()
             .filter_map(|(id, event)| Some((id, by_event.get(&event)?.clone())))
             .collect();
-        let mut searchers = vec![(
-            "fts".to_owned(),
-            "fts",
-            Searcher {
-                pool: pool.clone(),
-                vectors: None,
-                lexical: lexical.clone(),
-                tuning: Tuning::default(),
-            },
-        )];
-        for (label, embedder) in strategies {
-            let index: Arc<dyn retrieval::vector::VectorIndex> =
-                Arc::new(retrieval::vector::SqliteVec::new(pool.clone()));
-            let vectors =
-                retrieval::backfill::Vectors::open(&pool, embedder.clone(), index).await?;
-            while vectors.step(&pool).await? > 0 {}
-            let vectors = Arc::new(vectors);
-            for mode in ["vector", "hybrid"] {
-                searchers.push((
-                    format!("{label}/{mode}"),
-                    mode,
-                    Searcher {
-                        pool: pool.clone(),
-                        vectors: Some(vectors.clone()),
-                        lexical: lexical.clone(),
-                        tuning: Tuning::default(),
-                    },
-                ));
-            }
-        }
-        for (label, mode, searcher) in &searchers {
+        let searcher = |vectors: Option<Arc<Vectors>>| Searcher {
+            pool: pool.clone(),
+            vectors,
+            lexical: lexical.clone(),
+            tuning: Tuning::default(),
+        };
+        let ask = async |recall: &mut Recall, label: &str, mode: &str, searcher: &Searcher| {
             for question in &questions {
                 let request = proto::SearchRequest {
                     query: question.text.clone(),
                     project: format!("locomo/{name}"),
                     limit: 10,
-                    mode: (*mode).to_owned(),
+                    mode: mode.to_owned(),
                     ..Default::default()
                 };
                 let (hits, ran) = searcher.search(&request).await?;
-                anyhow::ensure!(ran == *mode, "asked {mode}, ran {ran}");
+                anyhow::ensure!(ran == mode, "asked {mode}, ran {ran}");
                 let hits: Vec<String> = hits
                     .iter()
                     .filter_map(|h| dia.get(&h.id).cloned())
                     .collect();
                 recall.add(label, &hits, &question.evidence);
+            }
+            anyhow::Ok(())
+        };
+        ask(&mut recall, "fts", "fts", &searcher(None)).await?;
+        let open = async || {
+            let index: Arc<dyn retrieval::vector::VectorIndex> =
+                Arc::new(retrieval::vector::SqliteVec::new(pool.clone()));
+            Vectors::open(&pool, Embedder::Local(minilm.clone()), index).await
+        };
+        // Each static tier alone: the model's space is empty until the model runs below.
+        for variant in variants {
+            let mut vectors = open().await?;
+            let ahead = Ahead::new(minilm.clone(), cache.to_owned(), 1).with_variant(*variant);
+            while ahead.step(&pool, 0).await? > 0 {}
+            vectors.ahead = Some(ahead);
+            let vectors = Arc::new(vectors);
+            let label = ahead_label(*variant);
+            for mode in ["vector", "hybrid"] {
+                let searcher = searcher(Some(vectors.clone()));
+                ask(&mut recall, &format!("{label}/{mode}"), mode, &searcher).await?;
+            }
+        }
+        let vectors = open().await?;
+        while vectors.step(&pool).await? > 0 {}
+        let vectors = Arc::new(vectors);
+        for mode in ["vector", "hybrid"] {
+            let searcher = searcher(Some(vectors.clone()));
+            ask(&mut recall, &format!("minilm/{mode}"), mode, &searcher).await?;
+        }
+
+        // The model's cosines against the default tier's, each read relative to the question's
+        // unrelated pairs (every fifth turn that is not evidence), as the tier reads them.
+        let ahead = Ahead::new(minilm.clone(), cache.to_owned(), 1);
+        while ahead.step(&pool, 0).await? > 0 {}
+        let items: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+            "SELECT m.id, c.vector FROM memory_items m JOIN embedding_cache c
+             ON c.text_hash = m.text_hash AND c.model = ?",
+        )
+        .bind(&vectors.space.model)
+        .fetch_all(&pool)
+        .await?;
+        let ids: Vec<i64> = items.iter().map(|(id, _)| *id).collect();
+        for question in &questions {
+            let model_query = vectors.embed_query(&question.text).await?;
+            let Some(static_query) = ahead.query(&question.text) else {
+                continue;
+            };
+            let (raw, _) = ahead.raw_cosines(&static_query, &ids);
+            let statics: HashMap<i64, f32> = raw.into_iter().collect();
+            let mut unrelated = (Vec::new(), Vec::new());
+            let mut related = Vec::new();
+            for (id, bytes) in &items {
+                let Some(&x) = statics.get(id) else {
+                    continue;
+                };
+                let y = retrieval::models::dot(&model_query, &retrieval::models::from_bytes(bytes));
+                if dia.get(id).is_some_and(|d| question.evidence.contains(d)) {
+                    related.push((f64::from(x), f64::from(y)));
+                } else if id % 5 == 0 {
+                    unrelated.0.push(f64::from(x));
+                    unrelated.1.push(f64::from(y));
+                }
+            }
+            let (Some((ms, ss)), Some((mm, sm))) = (spread(&unrelated.0), spread(&unrelated.1))
+            else {
+                continue;
+            };
+            calibration.questions += 1;
+            calibration.model_mean += mm;
+            calibration.model_spread += sm;
+            for (x, y) in related {
+                calibration.related += 1;
+                calibration.static_z += (x - ms) / ss;
+                calibration.model_z += (y - mm) / sm;
             }
         }
         println!(
@@ -393,75 +535,27 @@ async fn locomo_quality(strategies: &[(String, Embedder)]) -> anyhow::Result<Rec
             questions.len(),
             started.elapsed().as_secs_f64()
         );
-        drop(searchers);
         store.close().await;
         bed.stop().await;
     }
-    Ok(recall)
-}
-
-/// Serve `model` as an OpenAI-compatible `/v1/embeddings` endpoint on a loopback port, so the
-/// service's remote embedder can use it unchanged. Returns the base URL.
-async fn serve(model: Arc<StaticModel>) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/v1", listener.local_addr()?);
-    let server = tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let model = model.clone();
-            tokio::spawn(async move {
-                let _ = answer(stream, model).await;
-            });
-        }
-    });
-    Ok((url, server))
-}
-
-/// Answer embedding requests on one connection until the client closes it.
-async fn answer(stream: tokio::net::TcpStream, model: Arc<StaticModel>) -> anyhow::Result<()> {
-    let mut stream = tokio::io::BufReader::new(stream);
-    loop {
-        let mut length = 0usize;
-        let mut line = String::new();
-        let mut first = true;
-        loop {
-            line.clear();
-            if stream.read_line(&mut line).await? == 0 {
-                return Ok(());
-            }
-            let header = line.trim_end();
-            if header.is_empty() && !first {
-                break;
-            }
-            first = false;
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse()?;
-            }
-        }
-        let mut body = vec![0; length];
-        stream.read_exact(&mut body).await?;
-        let request: Value = serde_json::from_slice(&body)?;
-        let texts: Vec<String> = request["input"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| t.as_str().unwrap_or("").to_owned())
-            .collect();
-        let model = model.clone();
-        let vectors = tokio::task::spawn_blocking(move || model.embed(&texts)).await??;
-        let data: Vec<Value> = vectors
-            .into_iter()
-            .enumerate()
-            .map(|(index, embedding)| serde_json::json!({"index": index, "embedding": embedding}))
-            .collect();
-        let reply = serde_json::json!({ "data": data }).to_string();
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-            reply.len()
-        );
-        let stream = stream.get_mut();
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(reply.as_bytes()).await?;
-    }
+    // Per question, a static cosine's distance above the unrelated mean, in spreads, is put on
+    // the model's scale: the model's mean and spread of unrelated pairs, with the spread scaled
+    // so that evidence lands where the model puts it on average.
+    let c = &calibration;
+    let per = |sum: f64, n: usize| sum / n.max(1) as f64;
+    let (model_mean, model_spread) = (
+        per(c.model_mean, c.questions),
+        per(c.model_spread, c.questions),
+    );
+    let (static_z, model_z) = (per(c.static_z, c.related), per(c.model_z, c.related));
+    let scale = model_spread * model_z / static_z;
+    println!(
+        "calibration: over {} questions, unrelated model cosine mean {model_mean:.3} spread {model_spread:.3}; {} evidence turns lie {static_z:.2} spreads above the unrelated mean by the static table, {model_z:.2} by the model",
+        c.questions, c.related
+    );
+    Ok(Quality {
+        recall,
+        mean: model_mean,
+        scale,
+    })
 }

@@ -9,7 +9,10 @@
 //!
 //! - `locomo`: turn-level evidence recall on LoCoMo through the real pipeline, for full-text,
 //!   vector and hybrid search.
-//! - `search`: hybrid search latency (query embedding included) at 10k and 100k items.
+//! - `search [--items N[,N...]] [--index sqlite|qdrant]`: hybrid search latency (query
+//!   embedding included) at 10k and 100k items by default, with and without filters, through
+//!   a real `mneme serve retrieval` process, with its start-up time, peak memory and the store's
+//!   size; and the parts of a search timed in-process.
 //! - `compress`: per-event cost of the compressor and the pattern detector, and checkpoint
 //!   creation time, on the real Claude Code transcripts.
 //! - `embed`: items per second of each embedding strategy (MiniLM as the backfill batches it,
@@ -36,6 +39,8 @@ mod embed_bench;
 mod nats_server;
 #[path = "../bench/retrieval.rs"]
 mod retrieval_bench;
+#[path = "../bench/search.rs"]
+mod search_bench;
 #[path = "../bench/secrets.rs"]
 mod secrets_bench;
 #[path = "../bench/team.rs"]
@@ -75,7 +80,10 @@ async fn main() -> anyhow::Result<()> {
         "import" => import_bench().await,
         "ingest" => ingest().await,
         "locomo" => retrieval_bench::locomo().await,
-        "search" => retrieval_bench::search().await,
+        "search" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            search_bench::search(&args).await
+        }
         "compress" => compress_bench::compress().await,
         "embed" => embed_bench::embed().await,
         "secrets" => secrets_bench::secrets(),
@@ -85,7 +93,7 @@ async fn main() -> anyhow::Result<()> {
             team_bench::team(&args).await
         }
         _ => anyhow::bail!(
-            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search|compress|embed|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
+            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search [--items N[,N...]] [--index sqlite|qdrant]|compress|embed|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
         ),
     }
 }

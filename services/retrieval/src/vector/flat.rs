@@ -77,6 +77,11 @@ impl Flat {
         self.ids.is_empty()
     }
 
+    /// The ids held, in no particular order.
+    pub fn ids(&self) -> &[i64] {
+        &self.ids
+    }
+
     fn name(&mut self, name: &str) -> u32 {
         if let Some(&n) = self.names.get(name) {
             return n;

@@ -2,6 +2,9 @@
 //!
 //! Points use the store's item ids as numeric Qdrant ids and carry the filter fields as payload,
 //! with payload indexes on them so filtered searches stay inside the HNSW graph walk.
+//!
+//! Collections are named after their vector space, behind an optional prefix, so several stores
+//! can share one server or cluster; on a cluster, new collections are laid out by [`Layout`].
 
 use super::{Point, Space, VectorFilter, VectorIndex};
 use anyhow::{Context as _, bail};
@@ -30,10 +33,48 @@ const PAYLOAD_INDEXES: [(&str, FieldType); 4] = [
     ("occurred_at", FieldType::Integer),
 ];
 
+/// How a new collection is spread over a Qdrant cluster. Each field left `None` takes the
+/// server's default, which is what a single server wants: one shard (one per node on a cluster),
+/// one copy of it, a write acknowledged by that copy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Shards of the collection (Qdrant's `shard_number`).
+    pub shards: Option<u32>,
+    /// Copies of each shard on different nodes (Qdrant's `replication_factor`).
+    pub replicas: Option<u32>,
+    /// Copies that must apply a write before it is acknowledged (Qdrant's
+    /// `write_consistency_factor`).
+    pub write_consistency: Option<u32>,
+}
+
+impl Layout {
+    /// Refuse a layout Qdrant would refuse only when the first collection is created, so the
+    /// mistake shows at start with the settings' names rather than as a server error.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if let (Some(write), Some(replicas)) = (self.write_consistency, self.replicas) {
+            anyhow::ensure!(
+                write <= replicas,
+                "a write cannot wait for {write} copies of a shard kept {replicas} times (MNEME_QDRANT_WRITE_CONSISTENCY is more than MNEME_QDRANT_REPLICAS)"
+            );
+        }
+        for (name, value) in [
+            ("MNEME_QDRANT_SHARDS", self.shards),
+            ("MNEME_QDRANT_REPLICAS", self.replicas),
+            ("MNEME_QDRANT_WRITE_CONSISTENCY", self.write_consistency),
+        ] {
+            anyhow::ensure!(value != Some(0), "{name} must be at least 1");
+        }
+        Ok(())
+    }
+}
+
 /// A Qdrant server.
 #[derive(Clone)]
 pub struct Qdrant {
     client: qdrant_client::Qdrant,
+    /// Put before every collection name.
+    prefix: String,
+    layout: Layout,
 }
 
 impl std::fmt::Debug for Qdrant {
@@ -62,7 +103,59 @@ impl Qdrant {
             .skip_compatibility_check()
             .build()
             .with_context(|| format!("configuring the qdrant client for {url}"))?;
-        Ok(Qdrant { client })
+        Ok(Qdrant {
+            client,
+            prefix: String::new(),
+            layout: Layout::default(),
+        })
+    }
+
+    /// Name this index's collections `<prefix><space table>`. Point ids are the store's item
+    /// ids, so two stores writing one collection would overwrite each other's points: stores
+    /// that share a server need different prefixes.
+    pub fn with_prefix(mut self, prefix: &str) -> anyhow::Result<Qdrant> {
+        // Qdrant refuses some characters in collection names, and the name also ends up in
+        // its storage paths; letters, digits, `_` and `-` are safe everywhere.
+        anyhow::ensure!(
+            prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "the qdrant collection prefix {prefix:?} may hold only letters, digits, `_` and `-`"
+        );
+        self.prefix = prefix.to_owned();
+        Ok(self)
+    }
+
+    /// Lay out the collections this index creates with `layout`; collections that exist keep
+    /// theirs.
+    pub fn with_layout(mut self, layout: Layout) -> anyhow::Result<Qdrant> {
+        layout.check()?;
+        self.layout = layout;
+        Ok(self)
+    }
+
+    /// The collection that holds `space`.
+    pub fn collection(&self, space: &Space) -> String {
+        format!("{}{}", self.prefix, space.table)
+    }
+
+    /// The request creating the collection of `space`, with the layout.
+    fn create_request(&self, space: &Space) -> anyhow::Result<CreateCollectionBuilder> {
+        let dim = u64::try_from(space.dim).context("vector dimension out of range")?;
+        // Vectors are unit length, so cosine and dot product agree; cosine keeps the scores
+        // right even for a vector that was not normalised.
+        let mut request = CreateCollectionBuilder::new(self.collection(space))
+            .vectors_config(VectorParamsBuilder::new(dim, Distance::Cosine));
+        if let Some(shards) = self.layout.shards {
+            request = request.shard_number(shards);
+        }
+        if let Some(replicas) = self.layout.replicas {
+            request = request.replication_factor(replicas);
+        }
+        if let Some(write) = self.layout.write_consistency {
+            request = request.write_consistency_factor(write);
+        }
+        Ok(request)
     }
 }
 
@@ -168,30 +261,24 @@ impl VectorIndex for Qdrant {
 
     fn ensure<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
+            let collection = self.collection(space);
             let exists = self
                 .client
-                .collection_exists(&space.table)
+                .collection_exists(&collection)
                 .await
-                .with_context(|| format!("checking for qdrant collection {}", space.table))?;
+                .with_context(|| format!("checking for qdrant collection {collection}"))?;
             if !exists {
-                let dim = u64::try_from(space.dim).context("vector dimension out of range")?;
-                // Vectors are unit length, so cosine and dot product agree; cosine keeps the
-                // scores right even for a vector that was not normalised.
                 let created = self
                     .client
-                    .create_collection(
-                        CreateCollectionBuilder::new(&space.table)
-                            .vectors_config(VectorParamsBuilder::new(dim, Distance::Cosine)),
-                    )
+                    .create_collection(self.create_request(space)?)
                     .await;
                 match created {
                     Ok(_) => {}
                     // Another process created it between the check and the create.
                     Err(err) if already_exists(&err) => {}
                     Err(err) => {
-                        return Err(err).with_context(|| {
-                            format!("creating qdrant collection {}", space.table)
-                        });
+                        return Err(err)
+                            .with_context(|| format!("creating qdrant collection {collection}"));
                     }
                 }
             }
@@ -201,7 +288,7 @@ impl VectorIndex for Qdrant {
                 let created = self
                     .client
                     .create_field_index(
-                        CreateFieldIndexCollectionBuilder::new(&space.table, field, field_type)
+                        CreateFieldIndexCollectionBuilder::new(&collection, field, field_type)
                             .wait(true),
                     )
                     .await;
@@ -210,10 +297,7 @@ impl VectorIndex for Qdrant {
                     Err(err) if already_exists(&err) => {}
                     Err(err) => {
                         return Err(err).with_context(|| {
-                            format!(
-                                "creating the {field} index on qdrant collection {}",
-                                space.table
-                            )
+                            format!("creating the {field} index on qdrant collection {collection}")
                         });
                     }
                 }
@@ -235,10 +319,11 @@ impl VectorIndex for Qdrant {
             let points: Vec<PointStruct> = points.iter().map(to_point).collect();
             // Waiting for the write makes the points visible to the next search, as they are
             // with sqlite-vec.
+            let collection = self.collection(space);
             self.client
-                .upsert_points(UpsertPointsBuilder::new(&space.table, points).wait(true))
+                .upsert_points(UpsertPointsBuilder::new(&collection, points).wait(true))
                 .await
-                .with_context(|| format!("upserting into qdrant collection {}", space.table))?;
+                .with_context(|| format!("upserting into qdrant collection {collection}"))?;
             Ok(())
         })
     }
@@ -255,7 +340,8 @@ impl VectorIndex for Qdrant {
             if k == 0 {
                 return Ok(Vec::new());
             }
-            let mut request = QueryPointsBuilder::new(&space.table)
+            let collection = self.collection(space);
+            let mut request = QueryPointsBuilder::new(&collection)
                 .query(Query::new_nearest(query.to_vec()))
                 .limit(k as u64)
                 .with_payload(false)
@@ -267,7 +353,7 @@ impl VectorIndex for Qdrant {
                 .client
                 .query(request)
                 .await
-                .with_context(|| format!("searching qdrant collection {}", space.table))?;
+                .with_context(|| format!("searching qdrant collection {collection}"))?;
             // Qdrant returns hits best first, and for cosine the score is the similarity itself.
             response
                 .result
@@ -288,14 +374,11 @@ impl VectorIndex for Qdrant {
             let ids = PointsIdsList {
                 ids: ids.iter().copied().map(point_id).collect(),
             };
+            let collection = self.collection(space);
             self.client
-                .delete_points(
-                    DeletePointsBuilder::new(&space.table)
-                        .points(ids)
-                        .wait(true),
-                )
+                .delete_points(DeletePointsBuilder::new(&collection).points(ids).wait(true))
                 .await
-                .with_context(|| format!("deleting from qdrant collection {}", space.table))?;
+                .with_context(|| format!("deleting from qdrant collection {collection}"))?;
             Ok(())
         })
     }
@@ -304,15 +387,16 @@ impl VectorIndex for Qdrant {
         Box::pin(async move {
             // Deleting a missing collection answers `false` rather than an error on current
             // servers; a not-found error is accepted too, so dropping stays idempotent.
+            let collection = self.collection(space);
             match self
                 .client
-                .delete_collection(DeleteCollectionBuilder::new(&space.table))
+                .delete_collection(DeleteCollectionBuilder::new(&collection))
                 .await
             {
                 Ok(_) => Ok(()),
                 Err(err) if status_code(&err) == Some(GRPC_NOT_FOUND) => Ok(()),
                 Err(err) => {
-                    Err(err).with_context(|| format!("deleting qdrant collection {}", space.table))
+                    Err(err).with_context(|| format!("deleting qdrant collection {collection}"))
                 }
             }
         })
@@ -351,24 +435,97 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_layout_qdrant_would_refuse_is_refused_at_start() {
+        assert!(Layout::default().check().is_ok());
+        let layout = Layout {
+            replicas: Some(2),
+            write_consistency: Some(3),
+            ..Layout::default()
+        };
+        assert!(layout.check().is_err());
+        let layout = Layout {
+            shards: Some(0),
+            ..Layout::default()
+        };
+        assert!(layout.check().is_err());
+        let index = Qdrant::connect("http://127.0.0.1:1", None, Duration::from_secs(1)).unwrap();
+        assert!(index.clone().with_prefix("team_a-1_").is_ok());
+        assert!(index.with_prefix("team/a").is_err());
+    }
+
     #[tokio::test]
     async fn qdrant_backend_round_trips() {
         let Ok(url) = std::env::var("MNEME_QDRANT_URL") else {
             eprintln!("qdrant tests not run: MNEME_QDRANT_URL is not set");
             return;
         };
-        let index = Qdrant::connect(&url, None, Duration::from_secs(10)).unwrap();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_nanos();
+        // A prefix of its own, so runs sharing the server never meet.
+        let prefix = format!("mneme_test_{}_{nanos}_", std::process::id());
+        let index = Qdrant::connect(&url, None, Duration::from_secs(10))
+            .unwrap()
+            .with_prefix(&prefix)
+            .unwrap()
+            .with_layout(Layout {
+                shards: Some(2),
+                replicas: Some(1),
+                write_consistency: Some(1),
+            })
+            .unwrap();
         let space = Space {
             model: "test".into(),
             dim: 3,
-            table: format!("mneme_test_{}_{nanos}", std::process::id()),
+            table: "vec_round_trip".into(),
         };
         crate::vector::tests::round_trip(&index, &space).await;
+
+        // The collection is named with the prefix and laid out as asked.
+        index.ensure(&space).await.unwrap();
+        let collection = index.collection(&space);
+        assert_eq!(collection, format!("{prefix}vec_round_trip"));
+        let params = index
+            .client
+            .collection_info(&collection)
+            .await
+            .unwrap()
+            .result
+            .and_then(|info| info.config)
+            .and_then(|config| config.params)
+            .unwrap();
+        assert_eq!(params.shard_number, 2);
+        assert_eq!(params.replication_factor, Some(1));
+        assert_eq!(params.write_consistency_factor, Some(1));
+        // A project with a space is one keyword, matched whole.
+        index
+            .upsert(
+                &space,
+                &[Point {
+                    id: 7,
+                    vector: vec![1.0, 0.0, 0.0],
+                    project: "my project".into(),
+                    kind: "prompt".into(),
+                    session_id: "s7".into(),
+                    occurred_at: 1,
+                }],
+            )
+            .await
+            .unwrap();
+        let query = [1.0, 0.0, 0.0];
+        let knn = |project: &str| VectorFilter {
+            project: Some(project.to_owned()),
+            ..VectorFilter::default()
+        };
+        let whole = index.knn(&space, &query, 5, &knn("my project")).await;
+        assert_eq!(whole.unwrap().len(), 1);
+        let part = index.knn(&space, &query, 5, &knn("project")).await;
+        assert!(part.unwrap().is_empty());
+
         index.drop_space(&space).await.unwrap();
+        assert!(!index.client.collection_exists(&collection).await.unwrap());
         // Dropping a space that is already gone is not an error.
         index.drop_space(&space).await.unwrap();
     }

@@ -1,0 +1,1110 @@
+//! `mneme-bench search [--items N[,N…]] [--index sqlite|qdrant]`: hybrid search latency at
+//! each store size, and what the real retrieval service costs on that store.
+//!
+//! Each size gets a store of synthetic items written through retrieval's own write paths (items
+//! and full-text rows by `index::write_items`, vectors by the background embedder reading
+//! `embedding_cache`, which the bench fills in the model's place). The parts of a search (the
+//! in-memory full-text ranking, FTS5's, the vector search, the query embedding) are timed in
+//! this process, as before. Then the store is handed to a `mneme serve retrieval` process on a
+//! `nats-server` of its own: its start-up to the first answered search and to its in-memory
+//! copies loaded, hybrid searches through NATS (the figures of the last line), and its peak
+//! resident memory.
+
+use super::nats_server::{self, LocalNats};
+use super::{percentile, sorted};
+use anyhow::Context as _;
+use proto::Message as _;
+use retrieval::search::{Searcher, Tuning};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Where the vectors live, as `MNEME_VECTOR_INDEX` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Index {
+    Sqlite,
+    Qdrant,
+}
+
+impl Index {
+    fn name(self) -> &'static str {
+        match self {
+            Index::Sqlite => "sqlite",
+            Index::Qdrant => "qdrant",
+        }
+    }
+}
+
+/// What to measure: the store sizes and the vector index.
+#[derive(Debug)]
+struct Options {
+    sizes: Vec<usize>,
+    index: Index,
+}
+
+/// A size as written on the command line: digits, with `_` allowed and `k` or `m` for
+/// thousands and millions.
+fn parse_size(text: &str) -> anyhow::Result<usize> {
+    let text = text.trim().replace('_', "").to_lowercase();
+    let (digits, unit) = match text.strip_suffix('m') {
+        Some(d) => (d.to_owned(), 1_000_000),
+        None => match text.strip_suffix('k') {
+            Some(d) => (d.to_owned(), 1_000),
+            None => (text.clone(), 1),
+        },
+    };
+    let n: usize = digits
+        .parse()
+        .with_context(|| format!("{text:?} is not a number of items"))?;
+    anyhow::ensure!(n > 0, "a store needs at least one item");
+    Ok(n * unit)
+}
+
+fn parse_sizes(list: &str) -> anyhow::Result<Vec<usize>> {
+    list.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(parse_size)
+        .collect()
+}
+
+impl Options {
+    /// `--items` and `--index`, else `MNEME_BENCH_SIZES`, else 10k and 100k on sqlite-vec.
+    fn parse(args: &[String]) -> anyhow::Result<Options> {
+        let mut sizes = match std::env::var("MNEME_BENCH_SIZES") {
+            Ok(list) if !list.trim().is_empty() => parse_sizes(&list)?,
+            _ => vec![10_000, 100_000],
+        };
+        let mut index = Index::Sqlite;
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) => (flag, Some(value.to_owned())),
+                None => (arg.as_str(), None),
+            };
+            let mut value = || {
+                inline
+                    .clone()
+                    .or_else(|| args.next().cloned())
+                    .with_context(|| format!("{flag} needs a value"))
+            };
+            match flag {
+                "--items" => sizes = parse_sizes(&value()?)?,
+                "--index" => {
+                    index = match value()?.as_str() {
+                        "sqlite" | "sqlite-vec" => Index::Sqlite,
+                        "qdrant" => Index::Qdrant,
+                        other => anyhow::bail!("unknown index {other:?} (sqlite or qdrant)"),
+                    }
+                }
+                other => anyhow::bail!(
+                    "unknown argument {other:?}; usage: mneme-bench search [--items N[,N...]] [--index sqlite|qdrant]"
+                ),
+            }
+        }
+        anyhow::ensure!(!sizes.is_empty(), "no store size to measure");
+        Ok(Options { sizes, index })
+    }
+}
+
+/// A size as the last line's keys name it: `10k`, `100k`, `1m`.
+fn label(size: usize) -> String {
+    if size.is_multiple_of(1_000_000) {
+        format!("{}m", size / 1_000_000)
+    } else if size.is_multiple_of(1_000) {
+        format!("{}k", size / 1_000)
+    } else {
+        size.to_string()
+    }
+}
+
+/// Words for synthetic memory items: coding vocabulary, so full-text posting lists look real.
+const WORDS: &[&str] = &[
+    "cargo",
+    "test",
+    "build",
+    "failed",
+    "error",
+    "fix",
+    "refactor",
+    "parser",
+    "config",
+    "nats",
+    "consumer",
+    "stream",
+    "sqlite",
+    "index",
+    "query",
+    "migration",
+    "schema",
+    "timeout",
+    "retry",
+    "socket",
+    "reconnect",
+    "flaky",
+    "panic",
+    "unwrap",
+    "borrow",
+    "lifetime",
+    "async",
+    "tokio",
+    "runtime",
+    "deadlock",
+    "mutex",
+    "channel",
+    "spawn",
+    "task",
+    "hook",
+    "payload",
+    "json",
+    "serde",
+    "field",
+    "missing",
+    "optional",
+    "default",
+    "cli",
+    "flag",
+    "argument",
+    "env",
+    "variable",
+    "docker",
+    "compose",
+    "image",
+    "volume",
+    "port",
+    "bind",
+    "localhost",
+    "token",
+    "auth",
+    "secret",
+    "redact",
+    "log",
+    "trace",
+    "span",
+    "metric",
+    "latency",
+    "throughput",
+    "benchmark",
+    "cache",
+    "hash",
+    "vector",
+    "embedding",
+    "model",
+    "search",
+    "rank",
+    "fusion",
+    "bm25",
+    "recall",
+    "session",
+    "prompt",
+    "context",
+    "budget",
+    "inject",
+    "summary",
+    "pattern",
+    "checkpoint",
+    "compaction",
+    "transcript",
+    "replay",
+    "spool",
+    "disk",
+    "fsync",
+    "rename",
+    "permission",
+    "denied",
+    "file",
+    "path",
+    "directory",
+    "glob",
+    "exclude",
+    "truncate",
+    "output",
+    "stdout",
+    "stderr",
+    "exit",
+    "code",
+    "signal",
+    "shutdown",
+    "graceful",
+    "drain",
+    "ack",
+    "redeliver",
+    "idempotent",
+    "duplicate",
+    "dedup",
+    "window",
+    "batch",
+    "transaction",
+    "commit",
+    "rollback",
+    "lock",
+    "busy",
+    "wal",
+    "checkpoint",
+    "vacuum",
+    "backup",
+    "restore",
+    "export",
+    "import",
+    "markdown",
+    "html",
+    "css",
+    "dashboard",
+    "chart",
+    "feed",
+    "live",
+    "sse",
+    "websocket",
+    "http",
+    "rest",
+    "endpoint",
+    "router",
+    "handler",
+    "middleware",
+    "cors",
+    "rate",
+    "limit",
+    "body",
+    "validation",
+    "openapi",
+    "schema",
+    "fuzz",
+    "crash",
+    "regression",
+    "release",
+    "version",
+    "upgrade",
+    "dependency",
+    "feature",
+    "workspace",
+    "crate",
+    "module",
+    "function",
+    "struct",
+    "enum",
+    "trait",
+    "generic",
+    "macro",
+    "clippy",
+    "fmt",
+    "lint",
+    "warning",
+    "ci",
+];
+
+/// One step of a 64-bit linear congruential generator: deterministic and dependency-free.
+fn lcg(state: u64) -> u64 {
+    state
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407)
+}
+
+fn synthetic_text(seed: u64) -> String {
+    let mut state = lcg(seed);
+    let mut next = || {
+        state = lcg(state);
+        (state >> 33) as usize
+    };
+    let n = 8 + next() % 16;
+    (0..n)
+        .map(|_| {
+            // Skewed towards the start of the list, as word use is.
+            let a = next() % WORDS.len();
+            let b = next() % WORDS.len();
+            WORDS[a.min(b)]
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Projects, kinds and the time span of the synthetic items, which the filtered queries use.
+const PROJECTS: usize = 5;
+const KINDS: [&str; 4] = ["prompt", "tool", "error", "reply"];
+/// Items of one session, in order, a minute apart.
+const SESSION_ITEMS: usize = 200;
+const ITEM_GAP_MS: i64 = 60_000;
+
+/// The queries of one measurement: `plain` ones filter nothing, `filtered` ones name a project,
+/// and in turn also a kind, and a kind and the most recent quarter of the store's time.
+#[derive(Clone, Copy)]
+struct Queries {
+    since_ms: i64,
+}
+
+impl Queries {
+    fn request(&self, q: usize, filtered: bool, mode: &str) -> proto::SearchRequest {
+        let words = synthetic_text(1_000_000 + q as u64);
+        let query: String = words
+            .split(' ')
+            .take(3 + q % 4)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let set = if filtered { "filtered" } else { "plain" };
+        let mut request = proto::SearchRequest {
+            // A word no item holds makes every query new, so the query-vector cache never
+            // helps, and matches nothing, so it changes no ranking.
+            query: format!("{query} q{q}{set}{mode}"),
+            limit: 10,
+            mode: mode.to_owned(),
+            ..Default::default()
+        };
+        if filtered {
+            request.project = format!("/work/project-{}", q % PROJECTS);
+            if q % 3 >= 1 {
+                request.kinds = vec![KINDS[q % KINDS.len()].to_owned()];
+            }
+            if q % 3 == 2 {
+                request.since_ms = self.since_ms;
+            }
+        }
+        request
+    }
+}
+
+/// p50 and p95 of timings in milliseconds.
+fn spread(timings: Vec<f64>) -> (f64, f64) {
+    let timings = sorted(timings);
+    (percentile(&timings, 50.0), percentile(&timings, 95.0))
+}
+
+/// What one store size measured.
+struct Figures {
+    size: usize,
+    fill_s: f64,
+    store_bytes: u64,
+    service: Service,
+}
+
+/// Hybrid search latency (query embedding included) at each size, the retrieval service's
+/// start-up and memory, with sqlite-vec or Qdrant.
+pub async fn search(args: &[String]) -> anyhow::Result<()> {
+    // `MNEME_LOG=retrieval::search=debug` shows where each in-process search spent its time.
+    let _telemetry =
+        std::env::var_os("MNEME_LOG").map(|_| common::telemetry::init("mneme-bench", "text", None));
+    let options = Options::parse(args)?;
+    let mut args = super::retrieval_bench::retrieval_args()?;
+    if options.index == Index::Qdrant {
+        args.vector_index = "qdrant".to_owned();
+        if let Ok(url) = std::env::var("MNEME_QDRANT_URL") {
+            args.qdrant_url = url;
+        }
+        args.qdrant_api_key = std::env::var("MNEME_QDRANT_API_KEY").ok();
+    }
+    let queries: usize = std::env::var("MNEME_BENCH_QUERIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let setup = Setup {
+        index: options.index,
+        mneme: service_binary()?,
+        base: base_vectors(&args).await?,
+        args,
+        queries,
+    };
+    let mut figures = Vec::new();
+    for &size in &options.sizes {
+        figures.push(measure(&setup, size).await?);
+    }
+    let mut line = vec![format!("index={}", options.index.name())];
+    for f in &figures {
+        let k = label(f.size);
+        let s = &f.service;
+        line.extend([
+            format!("p50_ms_{k}={:.2}", s.p50),
+            format!("p95_ms_{k}={:.2}", s.p95),
+            format!("p95_plain_ms_{k}={:.2}", s.plain_p95),
+            format!("p95_filtered_ms_{k}={:.2}", s.filtered_p95),
+            format!("rss_mb_{k}={:.0}", s.peak_rss_mb),
+            format!("start_ms_{k}={:.0}", s.first_answer_ms),
+            format!("loaded_ms_{k}={:.0}", s.loaded_ms),
+            format!("store_mb_{k}={:.0}", f.store_bytes as f64 / 1e6),
+            format!("fill_s_{k}={:.0}", f.fill_s),
+        ]);
+    }
+    println!("search: {}", line.join(" "));
+    Ok(())
+}
+
+/// The release `mneme` beside this bench, which runs the service. It is not built from here:
+/// building one binary alone unifies the workspace's features differently and rebuilds shared
+/// dependencies.
+fn service_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let path = exe
+        .parent()
+        .context("the bench binary has no directory")?
+        .join("mneme");
+    anyhow::ensure!(
+        path.is_file(),
+        "{} is missing: build it with `cargo build --release --workspace --bins`",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// What every size is measured with.
+struct Setup {
+    index: Index,
+    args: retrieval::RetrievalArgs,
+    /// The release `mneme`, which runs the service.
+    mneme: PathBuf,
+    /// The real vectors the items' vectors are made from.
+    base: Vec<Vec<f32>>,
+    /// Hybrid queries timed in each set.
+    queries: usize,
+}
+
+/// Fill a store of `size` items, time the parts of a search in this process, then measure the
+/// service on it.
+async fn measure(setup: &Setup, size: usize) -> anyhow::Result<Figures> {
+    let Setup {
+        index,
+        ref args,
+        ref base,
+        queries,
+        ..
+    } = *setup;
+    let dir = tempfile::Builder::new()
+        .prefix("mneme-bench-search-")
+        .tempdir()?;
+    let db = dir.path().join("mneme.db");
+    let store = store::Store::open(&db).await?;
+    let common = common::CommonArgs {
+        db: Some(db.clone()),
+        home: Some(dir.path().to_owned()),
+        ..common::CommonArgs::from_env()
+    };
+    let vectors = retrieval::open_vectors(&common, args, store.pool())
+        .await
+        .map_err(anyhow::Error::msg)?;
+    if index == Index::Qdrant {
+        // Every size fills the same collection (its name comes from the model): start empty.
+        vectors.index.drop_space(&vectors.space).await?;
+        vectors.index.ensure(&vectors.space).await?;
+    }
+    let now = common::time::now_ms();
+    let fill_s = fill(&store, &vectors, base, size, now).await?;
+    let query_set = Queries {
+        since_ms: now - (size as i64 / 4) * ITEM_GAP_MS,
+    };
+    in_process(&store, &vectors, size, queries, query_set).await?;
+    drop(vectors);
+    // Closing checkpoints the WAL into the database, as a service stopping would.
+    store.close().await;
+    let store_bytes = store_size(&db);
+    println!(
+        "search {size}: store {:.0} MB on disk ({:.0} bytes an item)",
+        store_bytes as f64 / 1e6,
+        store_bytes as f64 / size as f64
+    );
+    let service = serve(setup, dir.path(), &db, query_set, size).await?;
+    Ok(Figures {
+        size,
+        fill_s,
+        store_bytes,
+        service,
+    })
+}
+
+/// Bytes of the database with its WAL and shared-memory files.
+fn store_size(db: &Path) -> u64 {
+    ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| {
+            let mut name = db.as_os_str().to_owned();
+            name.push(suffix);
+            std::fs::metadata(PathBuf::from(name)).ok()
+        })
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Items written per transaction while filling.
+const FILL_BATCH: usize = 1_000;
+
+/// Write `size` items as indexing does, their vectors into `embedding_cache` as the model
+/// would, and let the background embedder move them into the index; returns the seconds taken.
+async fn fill(
+    store: &store::Store,
+    vectors: &Arc<retrieval::backfill::Vectors>,
+    base: &[Vec<f32>],
+    size: usize,
+    now: i64,
+) -> anyhow::Result<f64> {
+    let pool = store.pool();
+    let started = Instant::now();
+    // Written through a copy that is thrown away: the service loads its own from the store.
+    let unused = retrieval::lexical::Lexical::new();
+    let mut items = Vec::with_capacity(FILL_BATCH);
+    let mut report = Instant::now();
+    for i in 0..size {
+        items.push(retrieval::index::NewItem {
+            source: "synthetic",
+            source_id: i as i64,
+            kind: KINDS[i % KINDS.len()].to_owned(),
+            session_id: format!("session-{}", i / SESSION_ITEMS),
+            project: format!("/work/project-{}", i % PROJECTS),
+            agent: "claude-code".to_owned(),
+            author: "dev".to_owned(),
+            tool_name: String::new(),
+            title: synthetic_text(i as u64 * 7 + 3).chars().take(60).collect(),
+            text: synthetic_text(i as u64),
+            files: Vec::new(),
+            concepts: Vec::new(),
+            occurred_at: now - (size - i) as i64 * ITEM_GAP_MS,
+            with_context: true,
+        });
+        if items.len() == FILL_BATCH || i + 1 == size {
+            retrieval::index::write_items(pool, &unused, &items).await?;
+            items.clear();
+            if report.elapsed() > Duration::from_secs(30) {
+                report = Instant::now();
+                println!(
+                    "search {size}: {} items written, {:.0}s",
+                    i + 1,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+    }
+    drop(unused);
+    let written = started.elapsed().as_secs_f64();
+
+    // The model's part: one vector per text, in the cache the embedder reads first.
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT id, text_hash FROM memory_items WHERE id > ? ORDER BY id LIMIT 5000",
+        )
+        .bind(after)
+        .fetch_all(pool)
+        .await?;
+        let Some(&(last, _)) = rows.last() else { break };
+        after = last;
+        let mut tx = store::begin_write(pool).await?;
+        for (id, hash) in &rows {
+            let vector = perturbed(base, *id);
+            sqlx::query(
+                "INSERT OR IGNORE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)",
+            )
+            .bind(&vectors.space.model)
+            .bind(hash)
+            .bind(retrieval::models::to_bytes(&vector))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+    }
+    let cached = started.elapsed().as_secs_f64();
+
+    // The embedder's part, by its own code: every text is in the cache, so no model runs, and
+    // the index and the space's progress are written exactly as the service writes them.
+    let mut moved = 0;
+    loop {
+        let n = vectors.step(pool).await?;
+        if n == 0 {
+            break;
+        }
+        moved += n;
+        if report.elapsed() > Duration::from_secs(30) {
+            report = Instant::now();
+            println!(
+                "search {size}: {moved} vectors indexed, {:.0}s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let (upto, items): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT embedded_upto FROM vector_spaces WHERE model = ?),
+                (SELECT COUNT(*) FROM memory_items)",
+    )
+    .bind(&vectors.space.model)
+    .fetch_one(pool)
+    .await?;
+    anyhow::ensure!(
+        moved == size && items == size as i64 && upto >= size as i64,
+        "only {moved} of {items} items have vectors"
+    );
+    let took = started.elapsed().as_secs_f64();
+    // The statement the service runs every two seconds for its health detail (the embedding
+    // backlog) counts every item: what it costs grows with the store.
+    let counting = Instant::now();
+    let _: (i64, i64) =
+        sqlx::query_as("SELECT COALESCE(SUM(id <= ?), 0), COUNT(*) FROM memory_items")
+            .bind(upto)
+            .fetch_one(pool)
+            .await?;
+    println!(
+        "search {size}: the service's progress count takes {:.1} ms",
+        counting.elapsed().as_secs_f64() * 1e3
+    );
+    println!(
+        "search {size}: store filled in {took:.1}s (items and full-text {written:.1}s, embedding cache {:.1}s, vector index {:.1}s; {:.0} items/s)",
+        cached - written,
+        took - cached,
+        size as f64 / took
+    );
+    Ok(took)
+}
+
+/// Real vectors of a thousand distinct texts, which the items' vectors are perturbed copies of:
+/// nearest-neighbour cost does not depend on what the vectors mean.
+async fn base_vectors(args: &retrieval::RetrievalArgs) -> anyhow::Result<Vec<Vec<f32>>> {
+    let dir = args
+        .embed_model_dir
+        .clone()
+        .context("no embedding model directory")?;
+    tokio::task::spawn_blocking(move || {
+        let model = retrieval::models::LocalModel::load(&dir)?;
+        let mut base = Vec::with_capacity(1_000);
+        for chunk in (0..1_000u64).collect::<Vec<_>>().chunks(64) {
+            let texts: Vec<String> = chunk.iter().map(|&i| synthetic_text(i)).collect();
+            base.extend(model.embed(&texts)?);
+        }
+        Ok(base)
+    })
+    .await?
+}
+
+/// The vector of item `id`: one of the real ones, moved a little, at unit length.
+fn perturbed(base: &[Vec<f32>], id: i64) -> Vec<f32> {
+    let seed = lcg(id as u64 ^ 0x9e37_79b9_7f4a_7c15);
+    let b = &base[(seed >> 20) as usize % base.len()];
+    let noise = (seed >> 40) as f32 / (1u64 << 24) as f32;
+    let v = b
+        .iter()
+        .enumerate()
+        .map(|(d, x)| x + 0.05 * (d as f32 * noise).sin())
+        .collect();
+    retrieval::models::normalise(v)
+}
+
+/// Where a search spends its time, measured in this process as before: the in-memory full-text
+/// ranking (`fts`), FTS5's own (`fts5`), the vector search, the query embedding, and whole
+/// hybrid searches.
+async fn in_process(
+    store: &store::Store,
+    vectors: &Arc<retrieval::backfill::Vectors>,
+    size: usize,
+    queries: usize,
+    query_set: Queries,
+) -> anyhow::Result<()> {
+    let lexical = Arc::new(retrieval::lexical::Lexical::new());
+    let loading = Instant::now();
+    retrieval::index::load_lexical(store.pool(), &lexical).await?;
+    let (loaded, bytes) = lexical.size();
+    println!(
+        "search {size}: in-process full-text copy of {loaded} items loaded in {:.2}s, {:.1} MB",
+        loading.elapsed().as_secs_f64(),
+        bytes as f64 / 1e6
+    );
+    vectors.index.loaded(&vectors.space).await;
+    let searcher = Searcher {
+        pool: store.pool().clone(),
+        vectors: Some(Arc::clone(vectors)),
+        lexical,
+        tuning: Tuning::default(),
+    };
+    // `fts5` is full-text search ranked by SQLite, as without the in-memory copy.
+    let in_sqlite = Searcher {
+        lexical: Default::default(),
+        ..searcher.clone()
+    };
+    let mut parts = Vec::new();
+    for mode in ["fts", "fts5", "vector", "embed"] {
+        let mut timings = Vec::new();
+        let started = Instant::now();
+        // Half of them filtered. FTS5 ranks every match, seconds a query on a large store:
+        // each part gets at most half a minute.
+        for q in 0..queries.min(100) {
+            if started.elapsed() > Duration::from_secs(30) {
+                break;
+            }
+            let request = query_set.request(q, q % 2 == 1, mode);
+            let took = Instant::now();
+            match mode {
+                "embed" => drop(vectors.embed_query(&request.query).await?),
+                "fts5" => drop(
+                    in_sqlite
+                        .search(&proto::SearchRequest {
+                            mode: "fts".to_owned(),
+                            ..request
+                        })
+                        .await?,
+                ),
+                _ => drop(searcher.search(&request).await?),
+            }
+            timings.push(took.elapsed().as_secs_f64() * 1000.0);
+        }
+        let n = timings.len();
+        let (p50, p95) = spread(timings);
+        parts.push(format!("{mode} p50_ms={p50:.2} p95_ms={p95:.2} n={n}"));
+    }
+    println!("search {size}: in-process {}", parts.join(", "));
+    let mut timings = Vec::with_capacity(queries);
+    for q in 0..queries + 10 {
+        let request = query_set.request(q, q % 2 == 1, "hybrid");
+        let started = Instant::now();
+        let (hits, mode) = searcher.search(&request).await?;
+        let took = started.elapsed().as_secs_f64() * 1000.0;
+        anyhow::ensure!(mode == "hybrid", "asked hybrid, ran {mode}");
+        anyhow::ensure!(q % 2 == 1 || !hits.is_empty(), "search found nothing");
+        if q >= 10 {
+            timings.push(took);
+        }
+    }
+    let (p50, p95) = spread(timings);
+    println!(
+        "search {size}: in-process hybrid p50_ms={p50:.2} p95_ms={p95:.2} queries={queries} (half filtered)"
+    );
+    Ok(())
+}
+
+/// What the service process measured.
+struct Service {
+    /// Hybrid search through NATS, all queries, then plain and filtered apart.
+    p50: f64,
+    p95: f64,
+    plain_p95: f64,
+    filtered_p95: f64,
+    /// From the process's start to the first search answered, and to both in-memory copies
+    /// loaded.
+    first_answer_ms: f64,
+    loaded_ms: f64,
+    /// Peak resident memory of the process (`VmHWM`).
+    peak_rss_mb: f64,
+}
+
+/// Run `mneme serve retrieval` on the filled store with a `nats-server` of its own: time its
+/// start, search through NATS once it is warm, and read its peak memory.
+async fn serve(
+    setup: &Setup,
+    home: &Path,
+    db: &Path,
+    query_set: Queries,
+    size: usize,
+) -> anyhow::Result<Service> {
+    let Setup {
+        index,
+        ref args,
+        ref mneme,
+        queries,
+        ..
+    } = *setup;
+    let binary = nats_server::find(
+        std::env::var_os("MNEME_NATS_SERVER")
+            .map(PathBuf::from)
+            .as_deref(),
+    )
+    .context(nats_server::INSTALL_HINT)?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let nats = LocalNats::start(&binary, port, &home.join("nats"), "", None).await?;
+    let client = async_nats::connect(&nats.url).await?;
+    // A restart after a reboot reads the store from disk: drop its pages from the page cache
+    // (GNU dd's `nocache`; where it cannot, the start is measured warm and says so).
+    let cold = evict(db);
+    let log_path = home.join("retrieval.log");
+    let log = std::fs::File::create(&log_path)?;
+    let model_dir = args
+        .embed_model_dir
+        .as_ref()
+        .context("no embedding model directory")?;
+    let mut command = tokio::process::Command::new(mneme);
+    command
+        .args(["serve", "retrieval"])
+        .env("MNEME_HOME", home)
+        .env("MNEME_DB", db)
+        .env("MNEME_NATS_URL", &nats.url)
+        .env("MNEME_EMBED", "local")
+        .env("MNEME_EMBED_MODEL_DIR", model_dir)
+        .env("MNEME_VECTOR_INDEX", index.name())
+        .env("MNEME_QDRANT_URL", &args.qdrant_url)
+        // JSON, so the bench can read when each in-memory copy is loaded; at info, whatever the
+        // bench's own MNEME_LOG says.
+        .env("MNEME_LOG_FORMAT", "json")
+        .env("MNEME_LOG", "info,sqlx=warn,async_nats=warn")
+        .env_remove("MNEME_NATS_KEYS")
+        .env_remove("MNEME_NATS_NKEY")
+        .env_remove("MNEME_NATS_CREDS")
+        .env_remove("MNEME_NATS_TOKEN")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true);
+    if let Some(key) = &args.qdrant_api_key {
+        command.env("MNEME_QDRANT_API_KEY", key);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().context("starting mneme serve retrieval")?;
+    let pid = child.id().context("the service has no process id")?;
+    let result = async {
+        // The first search a hook would send at session start: one project's memory.
+        let first = query_set.request(0, true, "hybrid");
+        let (first_answer_ms, first_took_ms) = loop {
+            if let Some(status) = child.try_wait()? {
+                anyhow::bail!(
+                    "the service exited at start ({status}): {}",
+                    tail(&log_path)
+                );
+            }
+            anyhow::ensure!(
+                started.elapsed() < Duration::from_secs(600),
+                "the service did not answer within 10 minutes: {}",
+                tail(&log_path)
+            );
+            let asked = Instant::now();
+            match ask(&client, &first).await {
+                Ok(_) => {
+                    break (
+                        started.elapsed().as_secs_f64() * 1e3,
+                        asked.elapsed().as_secs_f64() * 1e3,
+                    );
+                }
+                Err(Asked::NotYet) => tokio::time::sleep(Duration::from_millis(10)).await,
+                Err(Asked::Failed(error)) => return Err(error),
+            }
+        };
+        let loaded = wait_loaded(&log_path, index, started, &mut child).await?;
+        println!(
+            "search {size}: service ({}) answered first after {first_answer_ms:.0} ms (that search took {first_took_ms:.0} ms); {}",
+            if cold { "cold start" } else { "warm start" },
+            loaded.describe()
+        );
+        let mut all = Vec::with_capacity(2 * queries);
+        let mut sets = Vec::new();
+        for filtered in [false, true] {
+            let mut timings = Vec::with_capacity(queries);
+            for q in 0..queries + 10 {
+                let request = query_set.request(q, filtered, "hybrid");
+                let asked = Instant::now();
+                let reply = match ask(&client, &request).await {
+                    Ok(reply) => reply,
+                    Err(Asked::NotYet) => anyhow::bail!("the service stopped answering"),
+                    Err(Asked::Failed(error)) => return Err(error),
+                };
+                let took = asked.elapsed().as_secs_f64() * 1e3;
+                anyhow::ensure!(
+                    reply.mode == "hybrid",
+                    "asked hybrid, ran {}; see {}",
+                    reply.mode,
+                    log_path.display()
+                );
+                anyhow::ensure!(filtered || !reply.hits.is_empty(), "search found nothing");
+                if q >= 10 {
+                    timings.push(took);
+                }
+            }
+            all.extend(&timings);
+            sets.push(spread(timings));
+        }
+        let (p50, p95) = spread(all);
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let kb = |key: &str| -> f64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(f64::NAN)
+        };
+        let (peak_rss_mb, rss_mb) = (kb("VmHWM:") / 1024.0, kb("VmRSS:") / 1024.0);
+        println!(
+            "search {size}: service hybrid p50_ms={p50:.2} p95_ms={p95:.2}; plain p50_ms={:.2} p95_ms={:.2}; filtered p50_ms={:.2} p95_ms={:.2}; queries={queries} each, through NATS",
+            sets[0].0, sets[0].1, sets[1].0, sets[1].1
+        );
+        println!(
+            "search {size}: service memory peak_rss_mb={peak_rss_mb:.0} rss_mb={rss_mb:.0}"
+        );
+        Ok(Service {
+            p50,
+            p95,
+            plain_p95: sets[0].1,
+            filtered_p95: sets[1].1,
+            first_answer_ms,
+            loaded_ms: loaded.all_ms(),
+            peak_rss_mb,
+        })
+    }
+    .await;
+    stop(&mut child, pid).await;
+    nats.stop().await;
+    result
+}
+
+/// Drop the store's pages from the page cache; whether it could.
+fn evict(db: &Path) -> bool {
+    let mut evicted = true;
+    for suffix in ["", "-wal"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        let file = PathBuf::from(name);
+        if !file.exists() {
+            continue;
+        }
+        let done = std::process::Command::new("dd")
+            .arg(format!("if={}", file.display()))
+            .args(["iflag=nocache", "count=0", "status=none"])
+            .stderr(std::process::Stdio::null())
+            .status();
+        evicted &= done.is_ok_and(|s| s.success());
+    }
+    evicted
+}
+
+/// Why a search got no answer.
+enum Asked {
+    /// Nothing listens on the subject yet.
+    NotYet,
+    Failed(anyhow::Error),
+}
+
+/// One search through NATS, waiting as long as a search on a cold large store may take.
+async fn ask(
+    client: &async_nats::Client,
+    request: &proto::SearchRequest,
+) -> Result<proto::SearchReply, Asked> {
+    let message = async_nats::Request::new()
+        .payload(request.encode_to_vec().into())
+        .timeout(Some(Duration::from_secs(300)));
+    let reply = match client
+        .send_request(proto::subjects::RETRIEVAL_SEARCH, message)
+        .await
+    {
+        Ok(reply) => reply,
+        Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
+            return Err(Asked::NotYet);
+        }
+        Err(e) => return Err(Asked::Failed(anyhow::Error::new(e).context("searching"))),
+    };
+    let reply = proto::SearchReply::decode(reply.payload)
+        .map_err(|e| Asked::Failed(anyhow::Error::new(e).context("reading a search reply")))?;
+    if !reply.error.is_empty() {
+        return Err(Asked::Failed(anyhow::anyhow!(
+            "search failed: {}",
+            reply.error
+        )));
+    }
+    Ok(reply)
+}
+
+/// When the service's in-memory copies were loaded, from its start, as its log says.
+#[derive(Default)]
+struct Loaded {
+    /// When the bench saw the line, and what the service says the load took.
+    vectors: Option<(f64, u64)>,
+    lexical: Option<(f64, u64, u64)>,
+}
+
+impl Loaded {
+    fn all_ms(&self) -> f64 {
+        let vectors = self.vectors.map_or(0.0, |v| v.0);
+        let lexical = self.lexical.map_or(0.0, |l| l.0);
+        vectors.max(lexical)
+    }
+
+    fn describe(&self) -> String {
+        let vectors = match self.vectors {
+            Some((at, took)) => {
+                format!("vectors in memory after {at:.0} ms (their load took {took} ms)")
+            }
+            None => "no in-memory vectors (Qdrant searches on its server)".to_owned(),
+        };
+        let lexical = match self.lexical {
+            Some((at, took, bytes)) => format!(
+                "full-text copy after {at:.0} ms (its load took {took} ms, {:.0} MB)",
+                bytes as f64 / 1e6
+            ),
+            None => "no full-text copy".to_owned(),
+        };
+        format!("{vectors}, {lexical}")
+    }
+}
+
+/// Wait until the service's log says both in-memory copies are loaded (only the full-text one
+/// with Qdrant); the times are when the bench saw each line, polled every 20 ms.
+async fn wait_loaded(
+    log: &Path,
+    index: Index,
+    started: Instant,
+    child: &mut tokio::process::Child,
+) -> anyhow::Result<Loaded> {
+    let mut loaded = Loaded::default();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        for line in text.lines() {
+            let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let fields = &entry["fields"];
+            let number = |key: &str| fields[key].as_u64().unwrap_or_default();
+            let at = started.elapsed().as_secs_f64() * 1e3;
+            match fields["message"].as_str().unwrap_or_default() {
+                "vectors loaded into memory" if loaded.vectors.is_none() => {
+                    loaded.vectors = Some((at, number("ms")));
+                }
+                "in-memory full-text index loaded" if loaded.lexical.is_none() => {
+                    loaded.lexical = Some((at, number("took_ms"), number("bytes")));
+                }
+                message
+                    if message.starts_with("could not load vectors")
+                        || message.starts_with("in-memory full-text index not loaded") =>
+                {
+                    anyhow::bail!("the service could not load its in-memory copy: {line}");
+                }
+                _ => {}
+            }
+        }
+        if loaded.lexical.is_some() && (index == Index::Qdrant || loaded.vectors.is_some()) {
+            return Ok(loaded);
+        }
+        if let Some(status) = child.try_wait()? {
+            anyhow::bail!("the service exited ({status}): {}", tail(log));
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(1_200),
+            "the service did not load its in-memory copies within 20 minutes: {}",
+            tail(log)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The last lines of a log, for an error message.
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
+}
+
+/// Stop the service as its supervisor would: SIGTERM, then SIGKILL after a grace period.
+async fn stop(child: &mut tokio::process::Child, pid: u32) {
+    let _ = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .await;
+    if tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .is_err()
+    {
+        let _ = child.kill().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_labels() {
+        assert_eq!(
+            parse_sizes("10000,100k, 1m").unwrap(),
+            [10_000, 100_000, 1_000_000]
+        );
+        assert_eq!(parse_sizes("1_000_000").unwrap(), [1_000_000]);
+        assert!(parse_sizes("ten").is_err());
+        assert_eq!(label(10_000), "10k");
+        assert_eq!(label(1_000_000), "1m");
+        assert_eq!(label(2_500), "2500");
+    }
+}
