@@ -4,8 +4,10 @@
 //!   tool-call payload of that host (Claude Code by default), with NATS up and with NATS down.
 //! - `import`: records per second of `mneme import claude-code` on the real transcripts, read to
 //!   acknowledged publish, and to stored rows.
-//! - `ingest`: sustained events per second through NATS into SQLite with sanitisation on, and
-//!   end-to-end lag (hook capture time to committed row) at a steady rate.
+//! - `ingest [--events N]`: sustained events per second through NATS into SQLite with
+//!   sanitisation on, end-to-end lag (hook capture time to committed row) at a steady rate, and
+//!   then retrieval started on everything stored, as after an import: the time until all of it
+//!   is found by full-text search, until all of it is found by meaning, and the model's rate.
 //!
 //! - `locomo`: turn-level evidence recall on LoCoMo through the real pipeline, for full-text,
 //!   vector and hybrid search.
@@ -78,7 +80,10 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         "import" => import_bench().await,
-        "ingest" => ingest().await,
+        "ingest" => {
+            let args: Vec<String> = std::env::args().skip(2).collect();
+            ingest(&args).await
+        }
         "locomo" => retrieval_bench::locomo().await,
         "search" => {
             let args: Vec<String> = std::env::args().skip(2).collect();
@@ -93,7 +98,7 @@ async fn main() -> anyhow::Result<()> {
             team_bench::team(&args).await
         }
         _ => anyhow::bail!(
-            "usage: mneme-bench hook [--agent HOST|all]|import|ingest|locomo|search [--items N[,N...]] [--index sqlite|qdrant]|compress|embed|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
+            "usage: mneme-bench hook [--agent HOST|all]|import|ingest [--events N]|locomo|search [--items N[,N...]] [--index sqlite|qdrant]|compress|embed|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
         ),
     }
 }
@@ -434,10 +439,16 @@ async fn count(store: &store::Store) -> anyhow::Result<i64> {
     Ok(n)
 }
 
-async fn ingest() -> anyhow::Result<()> {
-    let burst: usize = std::env::var("MNEME_BENCH_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
+async fn ingest(args: &[String]) -> anyhow::Result<()> {
+    let burst: usize = args
+        .iter()
+        .position(|a| a == "--events")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .or_else(|| std::env::var("MNEME_BENCH_EVENTS").ok())
+        .map(|v| v.replace('_', "").parse())
+        .transpose()
+        .context("--events takes a number")?
         .unwrap_or(50_000);
     let rate: usize = std::env::var("MNEME_BENCH_RATE")
         .ok()
@@ -532,13 +543,121 @@ async fn ingest() -> anyhow::Result<()> {
         "store:     bytes={size} per_event={:.0}",
         size as f64 / (burst + total) as f64
     );
+
+    // Searchable: retrieval started on everything stored, as after an import, until it is all
+    // found by full-text search and then by meaning (static vectors ahead of the model), and
+    // how fast the model itself follows.
+    let searchable = searchable(&bed, &store).await?;
     store.close().await;
     drop(handle);
     bed.stop().await;
     println!(
-        "ingest: events_per_s={throughput:.0} lag_p95_ms={:.0} steady_rate_per_s={offered:.0} events={}",
+        "ingest: events_per_s={throughput:.0} lag_p95_ms={:.0} steady_rate_per_s={offered:.0} events={} fts_searchable_s={:.1} semantic_searchable_s={:.1} model_items_per_s={:.1} items={}",
         percentile(&lags, 95.0),
-        burst + total
+        burst + total,
+        searchable.fts_s,
+        searchable.semantic_s,
+        searchable.model_per_s,
+        searchable.items
     );
     Ok(())
+}
+
+/// How long retrieval, started on a full store, takes to make it searchable.
+struct Searchable {
+    items: i64,
+    fts_s: f64,
+    semantic_s: f64,
+    model_per_s: f64,
+}
+
+async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchable> {
+    let retrieval_args = retrieval::RetrievalArgs {
+        static_cache: Some(
+            std::env::var_os("MNEME_STATIC_CACHE").map_or_else(
+                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mneme-static"),
+                PathBuf::from,
+            ),
+        ),
+        ..retrieval_bench::retrieval_args()?
+    };
+    let client = async_nats::connect(&bed.common.nats_url).await?;
+    let jetstream = async_nats::jetstream::new(client.clone());
+    let started = Instant::now();
+    let retrieval = tokio::spawn(retrieval::run(
+        bed.common.clone(),
+        retrieval_args,
+        bed.shutdown.clone(),
+    ));
+    let health = async || {
+        common::nats::request::<proto::HealthReply>(
+            &client,
+            &proto::subjects::health_subject("retrieval"),
+            &proto::HealthRequest {},
+            Duration::from_secs(2),
+        )
+        .await
+        .ok()
+    };
+    let backlog = |reply: &proto::HealthReply, name: &str| {
+        reply.backlogs.iter().find(|b| b.name == name).cloned()
+    };
+    // Full-text: every stored notice indexed (retrieval's consumer has nothing left).
+    let fts_s = loop {
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(3_600),
+            "retrieval did not index the store"
+        );
+        let pending = match jetstream.get_stream(proto::subjects::INGEST_STREAM).await {
+            Ok(stream) => stream
+                .consumer_info(proto::subjects::RETRIEVAL_CONSUMER)
+                .await
+                .map(|i| i.num_pending + i.num_ack_pending as u64)
+                .ok(),
+            Err(_) => None,
+        };
+        if pending == Some(0) {
+            break started.elapsed().as_secs_f64();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let (items,): (i64,) = sqlx::query_as("SELECT count(*) FROM memory_items")
+        .fetch_one(store.pool())
+        .await?;
+    println!("searchable: {items} items found by full-text search after {fts_s:.1}s");
+    // By meaning: every item has a vector, the model's or a static one.
+    let semantic_s = loop {
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(3_600),
+            "retrieval did not embed the store"
+        );
+        if let Some(reply) = health().await
+            && backlog(&reply, "embedding").is_some_and(|b| b.total >= items && b.done >= b.total)
+        {
+            break started.elapsed().as_secs_f64();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!("searchable: {items} items found by meaning after {semantic_s:.1}s");
+    // The model's own rate, at the default pacing, over half a minute.
+    let model_done = async || {
+        health()
+            .await
+            .and_then(|r| backlog(&r, "model"))
+            .map_or(0, |b| b.done)
+    };
+    let (first, at) = (model_done().await, Instant::now());
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let model_per_s = (model_done().await - first) as f64 / at.elapsed().as_secs_f64();
+    println!(
+        "searchable: the model embeds {model_per_s:.1} items/s behind them, about {:.1} h for all",
+        items as f64 / model_per_s.max(0.001) / 3600.0
+    );
+    retrieval.abort();
+    Ok(Searchable {
+        items,
+        fts_s,
+        semantic_s,
+        model_per_s,
+    })
 }
