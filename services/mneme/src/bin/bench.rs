@@ -573,12 +573,10 @@ struct Searchable {
 
 async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchable> {
     let retrieval_args = retrieval::RetrievalArgs {
-        static_cache: Some(
-            std::env::var_os("MNEME_STATIC_CACHE").map_or_else(
-                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mneme-static"),
-                PathBuf::from,
-            ),
-        ),
+        static_cache: Some(std::env::var_os("MNEME_STATIC_CACHE").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mneme-static"),
+            PathBuf::from,
+        )),
         ..retrieval_bench::retrieval_args()?
     };
     let client = async_nats::connect(&bed.common.nats_url).await?;
