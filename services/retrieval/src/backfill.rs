@@ -316,7 +316,9 @@ impl Vectors {
             }
             let started = std::time::Instant::now();
             let stepped = self.step(&pool).await;
-            if stepped.is_ok() {
+            // Only a step that wrote to the index shows it works again: an idle round never
+            // reaches it, and must not clear what a failed search reported.
+            if matches!(stepped, Ok(n) if n > 0) {
                 self.set_trouble(None);
             }
             match stepped {
