@@ -586,3 +586,77 @@ pub fn stdout_until(child: &mut std::process::Child, last: &str, timeout: Durati
     }
     seen
 }
+
+/// A small real HTTP server speaking the OpenAI embeddings protocol: 16-dimensional vectors
+/// from hashed words, so texts sharing words are close. Records the texts it embeds.
+pub async fn embeddings_server(embedded: std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> String {
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let embedded = embedded.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let body = loop {
+                    let n = socket.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if buf.len() >= end + 4 + length {
+                        break buf[end + 4..end + 4 + length].to_vec();
+                    }
+                };
+                let request: Value = serde_json::from_slice(&body).unwrap();
+                let inputs: Vec<String> = request["input"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect();
+                embedded.lock().unwrap().extend(inputs.iter().cloned());
+                let data: Vec<Value> = inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, text)| {
+                        let mut v = vec![0.0f32; 16];
+                        for word in text
+                            .to_lowercase()
+                            .split(|c: char| !c.is_alphanumeric())
+                            .filter(|w| !w.is_empty())
+                        {
+                            let h = word
+                                .bytes()
+                                .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+                            v[(h % 16) as usize] += 1.0;
+                        }
+                        json!({"object": "embedding", "index": i, "embedding": v})
+                    })
+                    .collect();
+                let body =
+                    json!({"object": "list", "model": request["model"], "data": data}).to_string();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    url
+}

@@ -14,12 +14,11 @@ use proto::subjects;
 use proto::{SearchReply, SearchRequest};
 use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::{CountPointsBuilder, PayloadSchemaType, ScrollPointsBuilder};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// What every test prints when there is no Qdrant to run against.
 const SKIP: &str = "qdrant tests not run: set MNEME_QDRANT_BIN or MNEME_QDRANT_URL";
@@ -712,71 +711,6 @@ async fn deleted_sessions_leave_no_point_in_qdrant() {
     inspect.drop_all().await;
 }
 
-/// A small real HTTP server speaking the OpenAI embeddings protocol: 16-dimensional vectors
-/// from hashed words, so texts sharing words are close.
-async fn embeddings_server() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let body = loop {
-                    let n = socket.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    if buf.len() >= end + 4 + length {
-                        break buf[end + 4..end + 4 + length].to_vec();
-                    }
-                };
-                let request: Value = serde_json::from_slice(&body).unwrap();
-                let data: Vec<Value> = request["input"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, text)| {
-                        let mut v = vec![0.0f32; 16];
-                        for word in text
-                            .as_str()
-                            .unwrap()
-                            .to_lowercase()
-                            .split(|c: char| !c.is_alphanumeric())
-                            .filter(|w| !w.is_empty())
-                        {
-                            let h = word
-                                .bytes()
-                                .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-                            v[(h % 16) as usize] += 1.0;
-                        }
-                        json!({"object": "embedding", "index": i, "embedding": v})
-                    })
-                    .collect();
-                let body =
-                    json!({"object": "list", "model": request["model"], "data": data}).to_string();
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = socket.write_all(response.as_bytes()).await;
-            });
-        }
-    });
-    url
-}
-
 /// A new model fills a new collection in the background, and the old model's collection is
 /// dropped from Qdrant once the new one has caught up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -798,7 +732,7 @@ async fn a_model_change_fills_a_new_collection_and_drops_the_old_one() {
     app.stop_services().await;
     app.start_services_core(retrieval::RetrievalArgs {
         embed: retrieval::models::Backend::Openai,
-        embed_url: embeddings_server().await,
+        embed_url: crate::harness::embeddings_server(Default::default()).await,
         embed_model: "hash-16".into(),
         ..args
     })

@@ -8,7 +8,6 @@ use proto::{ContextReply, ContextRequest, ItemsReply, SearchReply, SearchRequest
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 fn prompt(session: &str, cwd: &str, text: &str) -> Vec<u8> {
     json!({"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": cwd,
@@ -571,78 +570,6 @@ async fn without_a_model_retrieval_runs_full_text_and_says_so() {
     assert!(detail.starts_with("full-text only"), "{detail}");
 }
 
-/// A small real HTTP server speaking the OpenAI embeddings protocol: 16-dimensional vectors
-/// from hashed words, so texts sharing words are close. Records the texts it embeds.
-async fn embeddings_server(embedded: Arc<std::sync::Mutex<Vec<String>>>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let embedded = embedded.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let body = loop {
-                    let n = socket.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    if buf.len() >= end + 4 + length {
-                        break buf[end + 4..end + 4 + length].to_vec();
-                    }
-                };
-                let request: Value = serde_json::from_slice(&body).unwrap();
-                let inputs: Vec<String> = request["input"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_str().unwrap().to_owned())
-                    .collect();
-                embedded.lock().unwrap().extend(inputs.iter().cloned());
-                let data: Vec<Value> = inputs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, text)| {
-                        let mut v = vec![0.0f32; 16];
-                        for word in text
-                            .to_lowercase()
-                            .split(|c: char| !c.is_alphanumeric())
-                            .filter(|w| !w.is_empty())
-                        {
-                            let h = word
-                                .bytes()
-                                .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
-                            v[(h % 16) as usize] += 1.0;
-                        }
-                        json!({"object": "embedding", "index": i, "embedding": v})
-                    })
-                    .collect();
-                let body =
-                    json!({"object": "list", "model": request["model"], "data": data}).to_string();
-                let response = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = socket.write_all(response.as_bytes()).await;
-            });
-        }
-    });
-    url
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changing_models_reindexes_in_the_background_and_embeds_each_text_once() {
     let mut app = App::start().await;
@@ -673,7 +600,7 @@ async fn changing_models_reindexes_in_the_background_and_embeds_each_text_once()
     // Switch to an OpenAI-compatible endpoint: a new space fills up, the old one goes.
     app.stop_services().await;
     let embedded = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let url = embeddings_server(embedded.clone()).await;
+    let url = crate::harness::embeddings_server(embedded.clone()).await;
     app.start_services_with(retrieval::RetrievalArgs {
         embed: retrieval::models::Backend::Openai,
         embed_url: url,

@@ -33,6 +33,20 @@ struct EmbedRow {
     occurred_at: i64,
 }
 
+impl EmbedRow {
+    /// Up to `limit` items above the id `after`, in id order.
+    async fn after(pool: &SqlitePool, after: i64, limit: i64) -> anyhow::Result<Vec<EmbedRow>> {
+        Ok(sqlx::query_as(
+            "SELECT id, title, text, context, text_hash, project, kind, session_id, occurred_at
+             FROM memory_items WHERE id > ? ORDER BY id LIMIT ?",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?)
+    }
+}
+
 /// Items embedded per model call.
 pub const BATCH: i64 = 32;
 
@@ -182,14 +196,7 @@ impl Vectors {
     /// Embed the next batch of items; returns how many items it covered (0 when level).
     pub async fn step(&self, pool: &SqlitePool) -> anyhow::Result<usize> {
         let after = self.embedded_upto.load(Ordering::Acquire);
-        let rows: Vec<EmbedRow> = sqlx::query_as(
-            "SELECT id, title, text, context, text_hash, project, kind, session_id, occurred_at
-                 FROM memory_items WHERE id > ? ORDER BY id LIMIT ?",
-        )
-        .bind(after)
-        .bind(BATCH)
-        .fetch_all(pool)
-        .await?;
+        let rows = EmbedRow::after(pool, after, BATCH).await?;
         let Some(last) = rows.last().map(|r| r.id) else {
             return Ok(0);
         };

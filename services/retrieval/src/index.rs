@@ -599,6 +599,41 @@ pub async fn load_lexical(pool: &SqlitePool, lexical: &Lexical) -> anyhow::Resul
         String,
         i64,
     );
+    /// An item as read, with the text two before it: what its full-text row is made from.
+    struct Read {
+        id: i64,
+        session_id: String,
+        project: String,
+        kind: String,
+        title: String,
+        text: String,
+        context: String,
+        prev2: String,
+        at: i64,
+    }
+    const BATCH: usize = 1_000;
+    // Tokenising and stemming are most of the load, so batches are prepared on blocking
+    // threads, as many at once as there are cores, and added to the copy in the order they
+    // were read: the copy is the one a single thread would build.
+    let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let prepare = |batch: Vec<Read>| {
+        tokio::task::spawn_blocking(move || {
+            let docs: Vec<LexDoc> = batch
+                .into_iter()
+                .map(|r| LexDoc {
+                    columns: fts_columns(&r.title, &r.text, &r.context, &r.prev2, r.at),
+                    id: r.id,
+                    project: r.project,
+                    kind: r.kind,
+                    session_id: r.session_id,
+                    occurred_at: r.at,
+                })
+                .collect();
+            lexical::prepare(&docs)
+        })
+    };
+    let mut pending = std::collections::VecDeque::new();
+    let (mut held, mut tokens) = (0, 0);
     // One read transaction, so FTS5's totals and the items are of the same moment.
     let mut tx = pool.begin().await?;
     let averages: Option<(Vec<u8>,)> =
@@ -614,10 +649,9 @@ pub async fn load_lexical(pool: &SqlitePool, lexical: &Lexical) -> anyhow::Resul
          FROM memory_items ORDER BY id",
     )
     .fetch(&mut *tx);
-    let (mut held, mut tokens) = (0, 0);
     let mut history: std::collections::HashMap<(String, String), [String; 2]> =
         std::collections::HashMap::new();
-    let mut batch = Vec::with_capacity(1_000);
+    let mut batch = Vec::with_capacity(BATCH);
     while let Some((id, source, session_id, project, kind, title, text, context, at)) =
         rows.try_next().await?
     {
@@ -627,29 +661,42 @@ pub async fn load_lexical(pool: &SqlitePool, lexical: &Lexical) -> anyhow::Resul
         } else {
             cut(&last[1], MAX_CONTEXT_CHARS)
         };
-        let columns = fts_columns(&title, &text, &context, &prev2, at);
-        last[1] = std::mem::replace(&mut last[0], text);
-        batch.push(LexDoc {
+        last[1] = std::mem::replace(&mut last[0], text.clone());
+        batch.push(Read {
             id,
+            session_id,
             project,
             kind,
-            session_id,
-            occurred_at: at,
-            columns,
+            title,
+            text,
+            context,
+            prev2,
+            at,
         });
-        if batch.len() == 1_000 {
-            let (h, t) = lexical.load(&batch);
-            (held, tokens) = (held + h, tokens + t);
-            batch.clear();
+        if batch.len() == BATCH {
+            pending.push_back(prepare(std::mem::replace(
+                &mut batch,
+                Vec::with_capacity(BATCH),
+            )));
+            if pending.len() > parallel
+                && let Some(oldest) = pending.pop_front()
+            {
+                let (h, t) = lexical.load_prepared(oldest.await?);
+                (held, tokens) = (held + h, tokens + t);
+            }
         }
     }
-    let (h, t) = lexical.load(&batch);
     drop(rows);
     tx.rollback().await?;
+    pending.push_back(prepare(batch));
+    while let Some(oldest) = pending.pop_front() {
+        let (h, t) = lexical.load_prepared(oldest.await?);
+        (held, tokens) = (held + h, tokens + t);
+    }
     if fts_totals.is_none() {
         tracing::warn!("FTS5 totals unreadable; full-text scores may differ slightly from FTS5");
     }
-    lexical.finish_load(fts_totals, held + h, tokens + t);
+    lexical.finish_load(fts_totals, held, tokens);
     Ok(lexical.size().0)
 }
 

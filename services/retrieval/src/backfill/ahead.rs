@@ -239,14 +239,7 @@ impl Ahead {
                 return Ok(0);
             }
         }
-        let rows: Vec<super::EmbedRow> = sqlx::query_as(
-            "SELECT id, title, text, context, text_hash, project, kind, session_id, occurred_at
-             FROM memory_items WHERE id > ? ORDER BY id LIMIT ?",
-        )
-        .bind(from)
-        .bind(BATCH)
-        .fetch_all(pool)
-        .await?;
+        let rows = super::EmbedRow::after(pool, from, BATCH).await?;
         let Some(last) = rows.last().map(|r| r.id) else {
             return Ok(0);
         };
