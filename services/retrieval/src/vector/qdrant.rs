@@ -13,9 +13,10 @@ use qdrant_client::QdrantError;
 use qdrant_client::qdrant::r#match::MatchValue;
 use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::{
-    Condition, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DeleteCollectionBuilder,
-    DeletePointsBuilder, Distance, FieldType, Filter, PointId, PointStruct, PointsIdsList, Query,
-    QueryPointsBuilder, Range, RepeatedStrings, UpsertPointsBuilder, VectorParamsBuilder,
+    CollectionStatus, Condition, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
+    DeleteCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter, PointId,
+    PointStruct, PointsIdsList, Query, QueryPointsBuilder, Range, RepeatedStrings,
+    UpsertPointsBuilder, VectorParamsBuilder,
 };
 use std::time::Duration;
 
@@ -380,6 +381,30 @@ impl VectorIndex for Qdrant {
                 .await
                 .with_context(|| format!("deleting from qdrant collection {collection}"))?;
             Ok(())
+        })
+    }
+
+    fn loaded<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            // After a bulk write Qdrant builds its search graph in the background, and until
+            // the collection is green a search scans; give up waiting after ten minutes, or at
+            // once if the server cannot say.
+            let collection = self.collection(space);
+            let deadline = std::time::Instant::now() + Duration::from_secs(600);
+            while std::time::Instant::now() < deadline {
+                match self.client.collection_info(&collection).await {
+                    Ok(info)
+                        if info
+                            .result
+                            .as_ref()
+                            .is_some_and(|r| r.status == CollectionStatus::Green as i32) =>
+                    {
+                        return;
+                    }
+                    Ok(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+                    Err(_) => return,
+                }
+            }
         })
     }
 
