@@ -894,9 +894,8 @@ async fn with_qdrant_down_search_falls_back_to_full_text_and_recovers() {
     let reply = search(&app, query("websocket connection", project)).await;
     assert_eq!(reply.mode, "fts");
     assert_eq!(titles(&reply), [WEBSOCKET]);
-    // Health says so at its next refresh. (With nothing left to embed, the embedder's idle
-    // round, which never reaches Qdrant, clears this about two seconds later; the backlog
-    // below keeps it.)
+    // Health says so at its next refresh, and keeps saying so while nothing is left to
+    // embed: the embedder's idle rounds never reach Qdrant, so they cannot tell it is back.
     let said = wait_until(Duration::from_secs(10), || async {
         health_detail(&app)
             .await
@@ -904,6 +903,11 @@ async fn with_qdrant_down_search_falls_back_to_full_text_and_recovers() {
     })
     .await;
     assert!(said.is_ok(), "{}", health_detail(&app).await);
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let detail = health_detail(&app).await;
+        assert!(detail.contains("semantic search unavailable"), "{detail}");
+    }
 
     // Memory made while Qdrant is down is indexed and found by its words.
     const BACKUP: &str = "the nightly database backup failed because the disk was full";
