@@ -45,6 +45,23 @@ impl EmbedRow {
         .fetch_all(pool)
         .await?)
     }
+
+    /// What the embedder reads of the item.
+    fn text(&self) -> String {
+        crate::index::NewItem::embed_text(&self.title, &self.text, &self.context)
+    }
+
+    /// The item's vector with the fields searches filter on.
+    fn point(&self, vector: Vec<f32>) -> Point {
+        Point {
+            id: self.id,
+            vector,
+            project: self.project.clone(),
+            kind: self.kind.clone(),
+            session_id: self.session_id.clone(),
+            occurred_at: self.occurred_at,
+        }
+    }
 }
 
 /// Items embedded per model call.
@@ -255,16 +272,7 @@ impl Vectors {
             }
         }
         if !missing.is_empty() {
-            let texts = missing
-                .iter()
-                .map(|&i| {
-                    crate::index::NewItem::embed_text(
-                        &rows[i].title,
-                        &rows[i].text,
-                        &rows[i].context,
-                    )
-                })
-                .collect();
+            let texts = missing.iter().map(|&i| rows[i].text()).collect();
             let fresh = self.embedder.embed(texts).await?;
             anyhow::ensure!(
                 fresh.len() == missing.len(),
@@ -299,16 +307,7 @@ impl Vectors {
         let points: Vec<Point> = rows
             .iter()
             .zip(vectors)
-            .filter_map(|(row, vector)| {
-                Some(Point {
-                    id: row.id,
-                    vector: vector?,
-                    project: row.project.clone(),
-                    kind: row.kind.clone(),
-                    session_id: row.session_id.clone(),
-                    occurred_at: row.occurred_at,
-                })
-            })
+            .filter_map(|(row, vector)| Some(row.point(vector?)))
             .collect();
         self.index.upsert(&self.space, &points).await
     }

@@ -500,7 +500,7 @@ async fn locomo_quality(
             let Some(static_query) = ahead.query(&question.text) else {
                 continue;
             };
-            let (raw, _) = ahead.raw_cosines(&static_query, &ids);
+            let raw = ahead.raw_cosines(&static_query, &ids);
             let statics: HashMap<i64, f32> = raw.into_iter().collect();
             let mut unrelated = (Vec::new(), Vec::new());
             let mut related = Vec::new();

@@ -13,8 +13,8 @@
 
 use crate::models::LocalModel;
 use crate::static_model::{StaticModel, Variant};
+use crate::vector::VectorFilter;
 use crate::vector::flat::Flat;
-use crate::vector::{Point, VectorFilter};
 use anyhow::Context as _;
 use sqlx::SqlitePool;
 use std::path::PathBuf;
@@ -64,6 +64,12 @@ impl Level {
     pub fn calibrate(&self, raw: f32) -> f32 {
         (MODEL_MEAN + MODEL_SPREAD * (raw - self.mean) / self.spread).clamp(-1.0, 1.0)
     }
+}
+
+/// A query as the tier reads it.
+pub struct Query {
+    vector: Vec<f32>,
+    level: Level,
 }
 
 /// The static tier of one vector space.
@@ -136,33 +142,42 @@ impl Ahead {
         }
     }
 
-    /// Raw static cosines of `query` with `ids` held here, and where the query's cosines sit.
-    pub fn raw_cosines(&self, query: &[f32], ids: &[i64]) -> (Vec<(i64, f32)>, Level) {
-        let flat = self.flat.read().unwrap_or_else(|e| e.into_inner());
-        (flat.cosines(query, ids), Ahead::level(&flat, query))
-    }
-
-    /// The static vector of a query, when the tier holds anything to compare it with.
-    pub fn query(&self, text: &str) -> Option<Vec<f32>> {
+    /// A query's static vector and where its cosines with the tier sit, when the tier holds
+    /// anything to compare it with. Search reads the nearest items and the other candidates'
+    /// cosines through one query, so both are calibrated alike.
+    pub fn query(&self, text: &str) -> Option<Query> {
         if self.is_empty() {
             return None;
         }
-        self.table.get()?.embed_one(text).ok()
+        let vector = self.table.get()?.embed_one(text).ok()?;
+        let level = Ahead::level(
+            &self.flat.read().unwrap_or_else(|e| e.into_inner()),
+            &vector,
+        );
+        Some(Query { vector, level })
+    }
+
+    /// Raw static cosines of `query` with `ids` held here.
+    pub fn raw_cosines(&self, query: &Query, ids: &[i64]) -> Vec<(i64, f32)> {
+        let flat = self.flat.read().unwrap_or_else(|e| e.into_inner());
+        flat.cosines(&query.vector, ids)
     }
 
     /// The `k` items most similar to `query` that pass `filter`, as (id, calibrated cosine).
-    pub fn knn(&self, query: &[f32], k: usize, filter: &VectorFilter) -> Vec<(i64, f32)> {
+    pub fn knn(&self, query: &Query, k: usize, filter: &VectorFilter) -> Vec<(i64, f32)> {
         let flat = self.flat.read().unwrap_or_else(|e| e.into_inner());
-        let level = Ahead::level(&flat, query);
-        let mut hits = flat.knn(query, k, filter);
-        hits.iter_mut().for_each(|(_, c)| *c = level.calibrate(*c));
+        let mut hits = flat.knn(&query.vector, k, filter);
+        hits.iter_mut()
+            .for_each(|(_, c)| *c = query.level.calibrate(*c));
         hits
     }
 
     /// Calibrated cosines of `query` with the items of `ids` held here.
-    pub fn cosines(&self, query: &[f32], ids: &[i64]) -> Vec<(i64, f32)> {
-        let (mut known, level) = self.raw_cosines(query, ids);
-        known.iter_mut().for_each(|(_, c)| *c = level.calibrate(*c));
+    pub fn cosines(&self, query: &Query, ids: &[i64]) -> Vec<(i64, f32)> {
+        let mut known = self.raw_cosines(query, ids);
+        known
+            .iter_mut()
+            .for_each(|(_, c)| *c = query.level.calibrate(*c));
         known
     }
 
@@ -180,16 +195,16 @@ impl Ahead {
         if self.trimmed_upto.swap(model_upto, Ordering::AcqRel) == model_upto {
             return;
         }
-        let mut flat = self.flat.write().unwrap_or_else(|e| e.into_inner());
-        let done: Vec<i64> = flat
-            .ids()
-            .iter()
-            .copied()
-            .filter(|&id| id <= model_upto)
-            .collect();
-        for id in done {
-            flat.delete(id);
-        }
+        // Found under the read lock, so searches wait only for the deletes.
+        let done: Vec<i64> = {
+            let flat = self.flat.read().unwrap_or_else(|e| e.into_inner());
+            flat.ids()
+                .iter()
+                .copied()
+                .filter(|&id| id <= model_upto)
+                .collect()
+        };
+        self.delete(&done);
     }
 
     /// The table, loaded from the cache or distilled from the model the first time (a minute
@@ -244,24 +259,14 @@ impl Ahead {
             return Ok(0);
         };
         let table = self.table().await?.clone();
-        let texts: Vec<String> = rows
-            .iter()
-            .map(|r| crate::index::NewItem::embed_text(&r.title, &r.text, &r.context))
-            .collect();
+        let texts: Vec<String> = rows.iter().map(super::EmbedRow::text).collect();
         let vectors = tokio::task::spawn_blocking(move || table.embed(&texts))
             .await
             .context("static embedding panicked")??;
         {
             let mut flat = self.flat.write().unwrap_or_else(|e| e.into_inner());
             for (row, vector) in rows.iter().zip(vectors) {
-                flat.upsert(&Point {
-                    id: row.id,
-                    vector,
-                    project: row.project.clone(),
-                    kind: row.kind.clone(),
-                    session_id: row.session_id.clone(),
-                    occurred_at: row.occurred_at,
-                });
+                flat.upsert(&row.point(vector));
             }
         }
         self.upto.store(last, Ordering::Release);
