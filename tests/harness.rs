@@ -259,6 +259,26 @@ impl App {
         .is_ok()
     }
 
+    /// A service's health reply.
+    pub async fn health(&self, service: &str) -> proto::HealthReply {
+        self.ask(
+            &proto::subjects::health_subject(service),
+            &proto::HealthRequest {},
+        )
+        .await
+    }
+
+    /// Ask ingest to delete these sessions; the reply says how many it deleted, or why not.
+    pub async fn delete_sessions(&self, sessions: &[&str]) -> proto::SessionsChangedReply {
+        self.ask(
+            proto::subjects::SESSIONS_DELETE,
+            &proto::DeleteSessionsRequest {
+                session_ids: sessions.iter().map(|s| (*s).to_owned()).collect(),
+            },
+        )
+        .await
+    }
+
     /// Start the api on a free loopback port with these settings; returns its base URL.
     pub async fn start_api(&mut self, args: api::ApiArgs) -> String {
         self.start_api_on("127.0.0.1:0", args).await

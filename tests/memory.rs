@@ -753,14 +753,7 @@ async fn deleting_a_session_removes_what_every_service_made_of_it() {
         .count("SELECT count(*) FROM memory_items WHERE session_id = 'kept'")
         .await;
 
-    let reply: proto::SessionsChangedReply = app
-        .ask(
-            proto::subjects::SESSIONS_DELETE,
-            &proto::DeleteSessionsRequest {
-                session_ids: vec!["doomed".to_owned()],
-            },
-        )
-        .await;
+    let reply = app.delete_sessions(&["doomed"]).await;
     assert_eq!((reply.sessions, reply.error.as_str()), (1, ""));
 
     let gone = [
@@ -819,14 +812,7 @@ async fn deleting_a_session_removes_what_every_service_made_of_it() {
     }
 
     // Deleting again repeats the notice; what remains stays as it is.
-    let again: proto::SessionsChangedReply = app
-        .ask(
-            proto::subjects::SESSIONS_DELETE,
-            &proto::DeleteSessionsRequest {
-                session_ids: vec!["doomed".to_owned()],
-            },
-        )
-        .await;
+    let again = app.delete_sessions(&["doomed"]).await;
     assert_eq!((again.sessions, again.error.as_str()), (0, ""));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let kept_after = app

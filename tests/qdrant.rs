@@ -447,13 +447,29 @@ fn titles(reply: &SearchReply) -> Vec<&str> {
 
 /// Retrieval's health detail.
 async fn health_detail(app: &App) -> String {
-    let reply: proto::HealthReply = app
-        .ask(
-            &subjects::health_subject("retrieval"),
-            &proto::HealthRequest {},
-        )
-        .await;
-    reply.detail
+    app.health("retrieval").await.detail
+}
+
+/// What retrieval's health detail says while the vector index fails.
+const UNAVAILABLE: &str = "semantic search unavailable";
+
+/// Wait until retrieval's health says (`true`) or stops saying (`false`) that semantic search
+/// is unavailable.
+async fn says_unavailable(app: &App, said: bool, within: Duration) {
+    let reached = wait_until(within, || async {
+        health_detail(app).await.contains(UNAVAILABLE) == said
+    })
+    .await;
+    assert!(reached.is_ok(), "{}", health_detail(app).await);
+}
+
+/// Check `times` times, `every` apart, that health still says semantic search is unavailable.
+async fn keeps_saying_unavailable(app: &App, times: usize, every: Duration) {
+    for _ in 0..times {
+        tokio::time::sleep(every).await;
+        let detail = health_detail(app).await;
+        assert!(detail.contains(UNAVAILABLE), "{detail}");
+    }
 }
 
 const WEBSOCKET: &str =
@@ -675,14 +691,7 @@ async fn deleted_sessions_leave_no_point_in_qdrant() {
     let collection = active_collection(&app, &prefix).await;
     assert_eq!(inspect.count(&collection).await, 7);
 
-    let reply: proto::SessionsChangedReply = app
-        .ask(
-            subjects::SESSIONS_DELETE,
-            &proto::DeleteSessionsRequest {
-                session_ids: vec!["drop".into()],
-            },
-        )
-        .await;
+    let reply = app.delete_sessions(&["drop"]).await;
     assert!(reply.error.is_empty(), "{}", reply.error);
     assert_eq!(wait_points(&inspect, &collection, 4).await, 4);
     assert_eq!(inspect.ids(&collection).await, item_ids(&app).await);
@@ -834,13 +843,7 @@ async fn a_qdrant_restart_in_the_middle_of_a_backlog_loses_nothing() {
         at_kill < last,
         "the model finished the backlog before qdrant was killed: this test needs it behind"
     );
-    let said = wait_until(Duration::from_secs(20), || async {
-        health_detail(&app)
-            .await
-            .contains("semantic search unavailable")
-    })
-    .await;
-    assert!(said.is_ok(), "{}", health_detail(&app).await);
+    says_unavailable(&app, true, Duration::from_secs(20)).await;
     // Nothing is counted as embedded while the index cannot take it (one batch may have been
     // committed while the kill was under way).
     let before = embedded_upto(&app).await;
@@ -862,13 +865,7 @@ async fn a_qdrant_restart_in_the_middle_of_a_backlog_loses_nothing() {
     let collection = active_collection(&app, &prefix).await;
     assert_eq!(inspect.count(&collection).await, ITEMS as u64);
     assert_eq!(inspect.ids(&collection).await, item_ids(&app).await);
-    let recovered = wait_until(Duration::from_secs(10), || async {
-        !health_detail(&app)
-            .await
-            .contains("semantic search unavailable")
-    })
-    .await;
-    assert!(recovered.is_ok(), "{}", health_detail(&app).await);
+    says_unavailable(&app, false, Duration::from_secs(10)).await;
     app.stop_services().await;
 }
 
@@ -896,18 +893,8 @@ async fn with_qdrant_down_search_falls_back_to_full_text_and_recovers() {
     assert_eq!(titles(&reply), [WEBSOCKET]);
     // Health says so at its next refresh, and keeps saying so while nothing is left to
     // embed: the embedder's idle rounds never reach Qdrant, so they cannot tell it is back.
-    let said = wait_until(Duration::from_secs(10), || async {
-        health_detail(&app)
-            .await
-            .contains("semantic search unavailable")
-    })
-    .await;
-    assert!(said.is_ok(), "{}", health_detail(&app).await);
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let detail = health_detail(&app).await;
-        assert!(detail.contains("semantic search unavailable"), "{detail}");
-    }
+    says_unavailable(&app, true, Duration::from_secs(10)).await;
+    keeps_saying_unavailable(&app, 3, Duration::from_secs(2)).await;
 
     // Memory made while Qdrant is down is indexed and found by its words.
     const BACKUP: &str = "the nightly database backup failed because the disk was full";
@@ -924,18 +911,8 @@ async fn with_qdrant_down_search_falls_back_to_full_text_and_recovers() {
     assert_eq!(reply.mode, "fts");
     assert_eq!(titles(&reply), [BACKUP]);
     // Its vector cannot be written, so health keeps saying so for as long as Qdrant is down.
-    let said = wait_until(Duration::from_secs(10), || async {
-        health_detail(&app)
-            .await
-            .contains("semantic search unavailable")
-    })
-    .await;
-    assert!(said.is_ok(), "{}", health_detail(&app).await);
-    for _ in 0..4 {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let detail = health_detail(&app).await;
-        assert!(detail.contains("semantic search unavailable"), "{detail}");
-    }
+    says_unavailable(&app, true, Duration::from_secs(10)).await;
+    keeps_saying_unavailable(&app, 4, Duration::from_secs(1)).await;
 
     server.resume().await;
     // The embedder retries on its own; the item that came while Qdrant was down gets its
@@ -951,13 +928,7 @@ async fn with_qdrant_down_search_falls_back_to_full_text_and_recovers() {
     .await;
     assert!(found.is_ok(), "{}", health_detail(&app).await);
     assert_found_by_meaning(&app, project).await;
-    let recovered = wait_until(Duration::from_secs(10), || async {
-        !health_detail(&app)
-            .await
-            .contains("semantic search unavailable")
-    })
-    .await;
-    assert!(recovered.is_ok(), "{}", health_detail(&app).await);
+    says_unavailable(&app, false, Duration::from_secs(10)).await;
     let inspect = Inspect::new(&server.url(), &prefix);
     let collection = active_collection(&app, &prefix).await;
     assert_eq!(inspect.ids(&collection).await, item_ids(&app).await);

@@ -1092,14 +1092,7 @@ async fn a_forgotten_items_id_is_never_given_again() {
     );
     app.wait_indexed(1).await;
     let newest = app.count("SELECT MAX(id) FROM memory_items").await;
-    let reply: proto::SessionsChangedReply = app
-        .ask(
-            proto::subjects::SESSIONS_DELETE,
-            &proto::DeleteSessionsRequest {
-                session_ids: vec!["gone-1".into()],
-            },
-        )
-        .await;
+    let reply = app.delete_sessions(&["gone-1"]).await;
     assert!(reply.error.is_empty(), "{}", reply.error);
     let gone = "SELECT 1 - count(*) FROM memory_items";
     assert_eq!(
@@ -1121,12 +1114,7 @@ async fn a_forgotten_items_id_is_never_given_again() {
 async fn retrieval_health(
     app: &App,
 ) -> (String, std::collections::HashMap<String, proto::Backlog>) {
-    let reply: proto::HealthReply = app
-        .ask(
-            &subjects::health_subject("retrieval"),
-            &proto::HealthRequest {},
-        )
-        .await;
+    let reply = app.health("retrieval").await;
     let backlogs = reply
         .backlogs
         .into_iter()
@@ -1245,14 +1233,7 @@ async fn static_vectors_fill_in_ahead_of_a_long_model_backlog() {
     assert!(hit.found_by.contains(&"vector".to_owned()), "{hit:?}");
 
     // Deleting the session removes the items and their static vectors.
-    let reply: proto::SessionsChangedReply = app
-        .ask(
-            subjects::SESSIONS_DELETE,
-            &proto::DeleteSessionsRequest {
-                session_ids: vec!["imported".into()],
-            },
-        )
-        .await;
+    let reply = app.delete_sessions(&["imported"]).await;
     assert!(reply.error.is_empty(), "{}", reply.error);
     let gone = app
         .wait_for_count(

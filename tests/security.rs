@@ -198,14 +198,7 @@ async fn a_deleted_session_leaves_no_text_in_the_store_or_stream_files() {
         "the marker never reached the file"
     );
 
-    let reply: proto::SessionsChangedReply = app
-        .ask(
-            proto::subjects::SESSIONS_DELETE,
-            &proto::DeleteSessionsRequest {
-                session_ids: vec!["doomed".to_owned()],
-            },
-        )
-        .await;
+    let reply = app.delete_sessions(&["doomed"]).await;
     assert_eq!((reply.sessions, reply.error.as_str()), (1, ""));
     assert_eq!(
         app.wait_for_count(
