@@ -31,7 +31,6 @@ use retrieval::backfill::ahead::Ahead;
 use retrieval::models::{Embedder, LocalModel};
 use retrieval::search::{Searcher, Tuning};
 use retrieval::static_model::{StaticModel, Variant};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -103,11 +102,7 @@ pub async fn embed() -> anyhow::Result<()> {
     let mut throughput: Vec<(&str, f64)> = Vec::new();
 
     let rate = |n: usize, took: Duration| n as f64 / took.as_secs_f64();
-    let started = Instant::now();
-    for chunk in sample.chunks(batch) {
-        minilm.embed(chunk)?;
-    }
-    let minilm_rate = rate(sample.len(), started.elapsed());
+    let minilm_rate = items_per_s(&sample, batch, |chunk| minilm.embed(chunk))?;
     println!(
         "minilm:           {} items {minilm_rate:.1} items/s (unpaced)",
         sample.len()
@@ -116,22 +111,14 @@ pub async fn embed() -> anyhow::Result<()> {
 
     let mut by_length = sample.clone();
     by_length.sort_by_key(|t| t.len());
-    let started = Instant::now();
-    for chunk in by_length.chunks(batch) {
-        minilm.embed(chunk)?;
-    }
-    let by_length_rate = rate(sample.len(), started.elapsed());
+    let by_length_rate = items_per_s(&by_length, batch, |chunk| minilm.embed(chunk))?;
     println!(
         "minilm-by-length: {} items {by_length_rate:.1} items/s (unpaced)",
         sample.len()
     );
     throughput.push(("minilm-by-length", by_length_rate));
 
-    let started = Instant::now();
-    for chunk in items.chunks(batch) {
-        table.embed(chunk)?;
-    }
-    let static_rate = rate(items.len(), started.elapsed());
+    let static_rate = items_per_s(&items, batch, |chunk| table.embed(chunk))?;
     println!(
         "static:           {} items {static_rate:.0} items/s (the table alone, unpaced)",
         items.len()
@@ -237,6 +224,19 @@ pub async fn embed() -> anyhow::Result<()> {
         sample.len()
     );
     Ok(())
+}
+
+/// Items a second of `embed` over `texts`, in batches of `batch` as the backfill makes them.
+fn items_per_s<T>(
+    texts: &[String],
+    batch: usize,
+    embed: impl Fn(&[String]) -> anyhow::Result<T>,
+) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    for chunk in texts.chunks(batch) {
+        embed(chunk)?;
+    }
+    Ok(texts.len() as f64 / started.elapsed().as_secs_f64())
 }
 
 /// The name of a static tier's figures.
@@ -377,11 +377,7 @@ async fn locomo_quality(
     variants: &[Variant],
     conversations: std::ops::RangeInclusive<usize>,
 ) -> anyhow::Result<Quality> {
-    let path = crate::retrieval_bench::locomo_path();
-    let data: Value = serde_json::from_slice(
-        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
-    )?;
-    let samples = data.as_array().context("locomo10.json is not a list")?;
+    let samples = crate::retrieval_bench::locomo_samples()?;
     let mut recall = Recall::default();
     let mut calibration = Calibration::default();
     let started = Instant::now();
@@ -422,15 +418,7 @@ async fn locomo_quality(
         retrieval::index::catch_up(&pool, &retrieval::lexical::Lexical::new()).await?;
         let lexical = Arc::new(retrieval::lexical::Lexical::new());
         retrieval::index::load_lexical(&pool, &lexical).await?;
-        let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT m.id, o.event_id FROM memory_items m JOIN observations o ON o.id = m.source_id",
-        )
-        .fetch_all(&pool)
-        .await?;
-        let dia: HashMap<i64, String> = rows
-            .into_iter()
-            .filter_map(|(id, event)| Some((id, by_event.get(&event)?.clone())))
-            .collect();
+        let dia = crate::retrieval_bench::dialogue_ids(&pool, &by_event).await?;
         let searcher = |vectors: Option<Arc<Vectors>>| Searcher {
             pool: pool.clone(),
             vectors,

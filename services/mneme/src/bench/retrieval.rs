@@ -12,14 +12,38 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The LoCoMo data beside the repository.
-pub(crate) fn locomo_path() -> PathBuf {
-    std::env::var_os("MNEME_LOCOMO")
+/// The LoCoMo conversations beside the repository (or in `MNEME_LOCOMO`).
+pub(crate) fn locomo_samples() -> anyhow::Result<Vec<Value>> {
+    let path = std::env::var_os("MNEME_LOCOMO")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../../shared/data/locomo/locomo10.json")
-        })
+        });
+    let data: Value = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+    )?;
+    match data {
+        Value::Array(samples) => Ok(samples),
+        _ => anyhow::bail!("{} is not a list", path.display()),
+    }
+}
+
+/// Each memory item's LoCoMo dialogue id, through the event it was made from (`by_event` maps
+/// event ids to dialogue ids).
+pub(crate) async fn dialogue_ids(
+    pool: &sqlx::SqlitePool,
+    by_event: &HashMap<String, String>,
+) -> anyhow::Result<HashMap<i64, String>> {
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT m.id, o.event_id FROM memory_items m JOIN observations o ON o.id = m.source_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, event)| Some((id, by_event.get(&event)?.clone())))
+        .collect())
 }
 
 /// The retrieval settings the benches run with: the test model, found as the tests find it.
@@ -201,11 +225,7 @@ pub(crate) fn recall_at(hits: &[String], evidence: &[String], k: usize) -> f64 {
 /// Feed each conversation through NATS, ingest and retrieval into its own store, ask every
 /// question with evidence through the search subject, and report turn-level recall.
 pub async fn locomo() -> anyhow::Result<()> {
-    let data: Value = serde_json::from_slice(
-        &std::fs::read(locomo_path())
-            .with_context(|| format!("reading {}", locomo_path().display()))?,
-    )?;
-    let samples = data.as_array().context("locomo10.json is not a list")?;
+    let samples = locomo_samples()?;
     let only: Option<Vec<usize>> = std::env::var("MNEME_LOCOMO_CONVERSATIONS")
         .ok()
         .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
@@ -237,15 +257,7 @@ pub async fn locomo() -> anyhow::Result<()> {
         }
         let store = store::Store::open(&bed.common.db_path()).await?;
         wait_indexed(&store, turns.len() as i64).await?;
-        let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT m.id, o.event_id FROM memory_items m JOIN observations o ON o.id = m.source_id",
-        )
-        .fetch_all(store.pool())
-        .await?;
-        let dia: HashMap<i64, String> = rows
-            .into_iter()
-            .filter_map(|(id, event)| Some((id, by_event.get(&event)?.clone())))
-            .collect();
+        let dia = dialogue_ids(store.pool(), &by_event).await?;
         for question in &questions {
             for mode in modes {
                 let request = proto::SearchRequest {
