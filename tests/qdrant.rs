@@ -884,10 +884,23 @@ async fn with_qdrant_down_search_falls_back_to_full_text_and_recovers() {
     let project = "/work/qdown";
     let now = common::time::now_ms();
     publish(&app, &meaning_set(project, now)).await;
-    app.wait_indexed(3).await;
+    publish(
+        &app,
+        &[prompt("forgotten", project, now, "migrate the invoices")],
+    )
+    .await;
+    app.wait_indexed(4).await;
     assert_found_by_meaning(&app, project).await;
+    let inspect = Inspect::new(&server.url(), &prefix);
+    let collection = active_collection(&app, &prefix).await;
+    assert_eq!(wait_points(&inspect, &collection, 4).await, 4);
 
     server.kill();
+    // A session forgotten while Qdrant is down is forgotten at once in the store; its point
+    // leaves Qdrant once Qdrant is back (checked at the end).
+    let reply = app.delete_sessions(&["forgotten"]).await;
+    assert!(reply.error.is_empty(), "{}", reply.error);
+    assert_eq!(reply.sessions, 1);
     let reply = search(&app, query("websocket connection", project)).await;
     assert_eq!(reply.mode, "fts");
     assert_eq!(titles(&reply), [WEBSOCKET]);
@@ -929,10 +942,54 @@ async fn with_qdrant_down_search_falls_back_to_full_text_and_recovers() {
     assert!(found.is_ok(), "{}", health_detail(&app).await);
     assert_found_by_meaning(&app, project).await;
     says_unavailable(&app, false, Duration::from_secs(10)).await;
+    assert_eq!(wait_points(&inspect, &collection, 4).await, 4);
+    assert_eq!(inspect.ids(&collection).await, item_ids(&app).await);
+    let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM vector_deletes")
+        .fetch_one(app.store().await.pool())
+        .await
+        .unwrap();
+    assert_eq!(pending, 0, "every delete reached Qdrant");
+    app.stop_services().await;
+}
+
+/// Retrieval started while Qdrant is down answers from full-text and says why; once Qdrant
+/// answers, retrieval makes its collection, embeds what arrived, and search turns hybrid,
+/// with no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_qdrant_down_at_start_is_used_once_it_answers() {
+    let Some(mut server) = own_server().await else {
+        return;
+    };
+    server.kill();
+    let prefix = unique_prefix();
+    let mut app = App::bare();
+    app.start_services_core(qdrant_args(&server.url(), &prefix))
+        .await;
+    let project = "/work/qlate";
+    publish(&app, &meaning_set(project, common::time::now_ms())).await;
+    app.wait_indexed(3).await;
+    let reply = search(&app, query("websocket connection", project)).await;
+    assert_eq!(reply.mode, "fts");
+    assert_eq!(titles(&reply), [WEBSOCKET]);
+    says_unavailable(&app, true, Duration::from_secs(10)).await;
+
+    server.resume().await;
+    let found = wait_until(Duration::from_secs(60), || async {
+        search(&app, query(PARAPHRASE, project))
+            .await
+            .hits
+            .iter()
+            .any(|h| h.title == WEBSOCKET && h.found_by == ["vector"])
+    })
+    .await;
+    assert!(found.is_ok(), "{}", health_detail(&app).await);
+    assert_found_by_meaning(&app, project).await;
+    says_unavailable(&app, false, Duration::from_secs(10)).await;
     let inspect = Inspect::new(&server.url(), &prefix);
     let collection = active_collection(&app, &prefix).await;
     assert_eq!(inspect.ids(&collection).await, item_ids(&app).await);
     app.stop_services().await;
+    inspect.drop_all().await;
 }
 
 /// The name of a shard replica's state (`Active`, `Dead`, …).

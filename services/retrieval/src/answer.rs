@@ -315,7 +315,7 @@ async fn forget_sessions(searcher: &Searcher, sessions: &[String]) -> anyhow::Re
     if let Some(vectors) = &searcher.vectors
         && !removed.is_empty()
     {
-        vectors.delete(&removed).await?;
+        vectors.delete(&searcher.pool, &removed).await?;
     }
     Ok(removed.len() as u64)
 }

@@ -88,7 +88,14 @@ pub struct Vectors {
     counted: std::sync::Mutex<Option<(i64, i64, u64)>>,
     /// Deletes so far, which make the count start again.
     deletes: std::sync::atomic::AtomicU64,
+    /// Whether the index has its collection or table for this space. An index that was down
+    /// when the service started is set up by the background loop once it answers, so search
+    /// turns hybrid then rather than at the next restart.
+    ensured: std::sync::atomic::AtomicBool,
 }
+
+/// Pending vector deletes sent to the index in one request.
+const DELETE_BATCH: i64 = 1_000;
 
 /// Query vectors kept before the cache is cleared.
 const QUERY_CACHE: usize = 1_024;
@@ -98,6 +105,19 @@ pub fn table_name(model: &str) -> String {
     let digest = sha2::Sha256::digest(model.as_bytes());
     let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
     format!("vec_{hex}")
+}
+
+/// Forget pending deletes the index has done.
+async fn cross_off(pool: &SqlitePool, ids: &[i64]) -> anyhow::Result<()> {
+    let mut tx = store::begin_write(pool).await?;
+    for id in ids {
+        sqlx::query("DELETE FROM vector_deletes WHERE item_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 impl Vectors {
@@ -113,7 +133,16 @@ impl Vectors {
             dim: embedder.dim(),
             model,
         };
-        index.ensure(&space).await?;
+        // An index that does not answer yet (Qdrant still starting, or stopped) must not turn
+        // semantic search off until a restart: search answers full-text meanwhile, health
+        // says why, and the background loop sets the index up once it answers.
+        let (ensured, trouble) = match index.ensure(&space).await {
+            Ok(()) => (true, None),
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), index = index.name(), "the vector index is not answering; full-text only until it does");
+                (false, Some(format!("{error:#}")))
+            }
+        };
         let now = common::time::now_ms();
         sqlx::query(
             "INSERT INTO vector_spaces (model, dim, table_name, created_at, last_used_at)
@@ -141,9 +170,10 @@ impl Vectors {
             queries: Default::default(),
             rest_ratio: 1.0,
             ahead: None,
-            trouble: Default::default(),
+            trouble: std::sync::Mutex::new(trouble),
             counted: Default::default(),
             deletes: Default::default(),
+            ensured: std::sync::atomic::AtomicBool::new(ensured),
         })
     }
 
@@ -169,12 +199,61 @@ impl Vectors {
     }
 
     /// Remove the vectors of these items (deleted, or replaced by a rewrite).
-    pub async fn delete(&self, ids: &[i64]) -> anyhow::Result<()> {
+    ///
+    /// The ids are written down first and crossed off once the index has deleted them, so an
+    /// index that fails now (or a crash in between) leaves them for the background loop to
+    /// retry: a forgotten session's vectors never stay behind. Fails only when the ids could
+    /// not be written down.
+    pub async fn delete(&self, pool: &SqlitePool, ids: &[i64]) -> anyhow::Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
         self.deletes.fetch_add(1, Ordering::AcqRel);
         if let Some(ahead) = &self.ahead {
             ahead.delete(ids);
         }
-        self.index.delete(&self.space, ids).await
+        let mut tx = store::begin_write(pool).await?;
+        for id in ids {
+            sqlx::query("INSERT OR IGNORE INTO vector_deletes (item_id) VALUES (?)")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        match self.index.delete(&self.space, ids).await {
+            Ok(()) => cross_off(pool, ids).await,
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), vectors = ids.len(), "deleting vectors failed; retrying in the background");
+                self.set_trouble(Some(format!("{error:#}")));
+                Ok(())
+            }
+        }
+    }
+
+    /// Set the index up if it was not answering before, and send it the deletes still
+    /// pending; returns how many requests it answered (none when there was nothing to do).
+    async fn catch_up_index(&self, pool: &SqlitePool) -> anyhow::Result<usize> {
+        let mut answered = 0;
+        if !self.ensured.load(Ordering::Acquire) {
+            self.index.ensure(&self.space).await?;
+            self.ensured.store(true, Ordering::Release);
+            tracing::info!(index = self.index.name(), "the vector index answers again");
+            answered += 1;
+        }
+        loop {
+            let pending: Vec<(i64,)> =
+                sqlx::query_as("SELECT item_id FROM vector_deletes ORDER BY item_id LIMIT ?")
+                    .bind(DELETE_BATCH)
+                    .fetch_all(pool)
+                    .await?;
+            if pending.is_empty() {
+                return Ok(answered);
+            }
+            let ids: Vec<i64> = pending.into_iter().map(|(id,)| id).collect();
+            self.index.delete(&self.space, &ids).await?;
+            cross_off(pool, &ids).await?;
+            answered += 1;
+        }
     }
 
     /// Fill static vectors ahead of the model until `shutdown` (nothing without a tier).
@@ -321,7 +400,10 @@ impl Vectors {
                 return;
             }
             let started = std::time::Instant::now();
-            let stepped = self.step(&pool).await;
+            let stepped = match self.catch_up_index(&pool).await {
+                Ok(caught_up) => self.step(&pool).await.map(|n| n + caught_up),
+                Err(error) => Err(error),
+            };
             // Only a step that wrote to the index shows it works again: an idle round never
             // reaches it, and must not clear what a failed search reported.
             if matches!(stepped, Ok(n) if n > 0) {

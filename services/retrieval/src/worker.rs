@@ -340,10 +340,11 @@ impl Handler for FeedIndexer {
         let replaced = index_batch(pool, lexical, notices).await?;
         if let Some(vectors) = vectors {
             if !replaced.is_empty()
-                && let Err(error) = vectors.delete(&replaced).await
+                && let Err(error) = vectors.delete(pool, &replaced).await
             {
-                // A stale vector points at an id that no longer exists, which search skips; it
-                // costs space, not correctness.
+                // Only writing the ids down failed (the index's own failures are retried in the
+                // background). A stale vector points at an id that no longer exists, which
+                // search skips: it costs space, not correctness.
                 tracing::warn!(error = %format!("{error:#}"), "could not delete replaced vectors");
             }
             // Patterns (workflows among them) are embedded as soon as they are indexed, ahead

@@ -487,6 +487,7 @@ async fn measure(setup: &Setup, size: usize) -> anyhow::Result<Figures> {
         since_ms: now - (size as i64 / 4) * ITEM_GAP_MS,
     };
     in_process(&store, &vectors, size, queries, query_set).await?;
+    one_bit_recall(&vectors, base, size, query_set).await?;
     drop(vectors);
     // Closing checkpoints the WAL into the database, as a service stopping would.
     store.close().await;
@@ -755,6 +756,65 @@ async fn in_process(
     println!(
         "search {size}: in-process hybrid p50_ms={p50:.2} p95_ms={p95:.2} queries={queries} (half filtered)"
     );
+    Ok(())
+}
+
+/// What the one-bit ranking of a large in-memory vector copy keeps of the exact scan's answer,
+/// and what each costs: a copy of the store's vectors is built in this process (as the service
+/// loads one), and the vectors of the bench's queries are searched both ways, unfiltered.
+async fn one_bit_recall(
+    vectors: &Arc<retrieval::backfill::Vectors>,
+    base: &[Vec<f32>],
+    size: usize,
+    query_set: Queries,
+) -> anyhow::Result<()> {
+    let mut queries = Vec::new();
+    for q in 0..50 {
+        let request = query_set.request(q, false, "vector");
+        queries.push(vectors.embed_query(&request.query).await?);
+    }
+    let base = base.to_vec();
+    let line = tokio::task::spawn_blocking(move || {
+        let mut flat = retrieval::vector::flat::Flat::new(base[0].len());
+        for id in 1..=size as i64 {
+            flat.upsert(&retrieval::vector::Point {
+                id,
+                vector: perturbed(&base, id),
+                project: String::new(),
+                kind: String::new(),
+                session_id: String::new(),
+                occurred_at: 0,
+            });
+        }
+        let filter = retrieval::vector::VectorFilter::default();
+        let mut parts = Vec::new();
+        for k in [10, 50] {
+            let (mut kept, mut asked) = (0, 0);
+            let (mut fast, mut exact) = (Vec::new(), Vec::new());
+            for query in &queries {
+                let started = Instant::now();
+                let got = flat.knn(query, k, &filter);
+                fast.push(started.elapsed().as_secs_f64() * 1000.0);
+                let started = Instant::now();
+                let want = flat.knn_exact(query, k, &filter);
+                exact.push(started.elapsed().as_secs_f64() * 1000.0);
+                kept += want.iter().filter(|w| got.iter().any(|g| g.0 == w.0)).count();
+                asked += want.len();
+            }
+            let ((fast, _), (exact, _)) = (spread(fast), spread(exact));
+            parts.push(format!(
+                "@{k} {:.3} (p50 {fast:.1} ms against {exact:.1} ms)",
+                kept as f64 / asked.max(1) as f64
+            ));
+        }
+        format!(
+            "search {size}: vector recall of the in-memory copy against its exact scan {} over {} queries",
+            parts.join(", "),
+            queries.len()
+        )
+    })
+    .await?;
+    println!("{line}");
     Ok(())
 }
 
