@@ -1252,3 +1252,109 @@ async fn static_vectors_fill_in_ahead_of_a_long_model_backlog() {
     assert!(emptied.is_ok(), "{detail}");
     assert!(search(&app, request).await.hits.is_empty());
 }
+
+/// A long reply about page layout whose last paragraph, past what the model reads of a text,
+/// holds the one fact about payment webhooks.
+fn long_item_with_a_late_fact() -> String {
+    let topics = [
+        "the sidebar collapses below the header on narrow screens",
+        "grid columns overflow when a card title is very long",
+        "the footer floats above the content on short pages",
+        "flexbox gaps differ between the two browsers we test",
+        "the modal dialog scrolls the page behind it",
+        "sticky table headers lose their shadow when scrolled",
+    ];
+    let mut text = String::new();
+    for round in 0..6 {
+        for topic in topics {
+            text.push_str(&format!(
+                "Layout note {round}: {topic}, so the stylesheet needs another rule. "
+            ));
+        }
+        text.push_str("\n\n");
+    }
+    text.push_str(&format!("{LATE_FACT}\n"));
+    text
+}
+
+const LATE_FACT: &str = "Separately: the payment webhook retries every failed delivery with \
+    exponential backoff, six attempts over two hours, before it gives up.";
+
+/// The end of a long item is found by meaning: the item is embedded in pieces and ranks by
+/// its nearest one. Embedded in one piece, as before, the same search misses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_of_a_long_item_is_found_by_meaning() {
+    let text = long_item_with_a_late_fact();
+    assert!(text.len() > 3_000 && text.len() < 4_000, "{}", text.len());
+    // Shares no word with the late paragraph: only meaning connects them.
+    let question = "how many times does the billing callback try again";
+    let mut found = Vec::new();
+    for pieces in [4, 1] {
+        let mut app = App::bare();
+        app.start_services_core(retrieval::RetrievalArgs {
+            embed_chunks: pieces,
+            ..retrieval_args()
+        })
+        .await;
+        let cwd = "/work/pieces";
+        let others = [
+            "rename the user settings endpoint",
+            "the build cache is invalidated on every commit",
+            "translate the onboarding screens into german",
+            "profile the search page, it feels slow",
+        ];
+        for (n, other) in others.iter().enumerate() {
+            assert!(
+                app.hook(&prompt(&format!("o{n}"), cwd, other))
+                    .0
+                    .status
+                    .success()
+            );
+        }
+        assert!(app.hook(&prompt("long", cwd, &text)).0.status.success());
+        app.wait_indexed(others.len() as i64 + 1).await;
+        let pieces_held: i64 = app
+            .count("SELECT count(*) FROM embedding_cache WHERE text_hash LIKE '%#%'")
+            .await;
+        assert_eq!(pieces_held > 0, pieces > 1, "pieces cached: {pieces_held}");
+        let reply = search(
+            &app,
+            SearchRequest {
+                mode: "vector".into(),
+                limit: 1,
+                ..query(question, cwd)
+            },
+        )
+        .await;
+        found.push(reply.hits.first().is_some_and(|h| h.session_id == "long"));
+        // Hybrid search finds it too, by meaning alone, while pieces are on.
+        if pieces > 1 {
+            let reply = search(
+                &app,
+                SearchRequest {
+                    limit: 1,
+                    ..query(question, cwd)
+                },
+            )
+            .await;
+            let hit = reply.hits.first().expect("a hit");
+            assert_eq!(hit.session_id, "long");
+            assert_eq!(hit.found_by, ["vector"]);
+            // Forgetting the item takes every piece's vector with it.
+            let table: String = sqlx::query_scalar("SELECT table_name FROM vector_spaces")
+                .fetch_one(app.store().await.pool())
+                .await
+                .unwrap();
+            let vectors = format!("SELECT count(*) FROM {table}");
+            assert!(app.count(&vectors).await > others.len() as i64 + 1);
+            let reply = app.delete_sessions(&["long"]).await;
+            assert!(reply.error.is_empty(), "{}", reply.error);
+            let left = app
+                .wait_for_count(&vectors, others.len() as i64, Duration::from_secs(10))
+                .await;
+            assert_eq!(left, others.len() as i64);
+        }
+        app.stop_services().await;
+    }
+    assert_eq!(found, [true, false], "found in pieces, then in one piece");
+}

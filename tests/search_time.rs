@@ -239,6 +239,39 @@ async fn search_time_a_later_statement_on_the_same_subject_ranks_first() {
         )
         .await;
         assert_eq!(reply.hits[0].title, later, "{project}");
+        // The reply says which statement the later one updates, and so does the context
+        // injected with a prompt: the current one is marked, the earlier one points to it.
+        let (newer, older) = (&reply.hits[0], &reply.hits[1]);
+        assert_eq!(newer.updates, older.id, "{project}");
+        let context: proto::ContextReply = app
+            .ask(
+                subjects::RETRIEVAL_CONTEXT,
+                &proto::ContextRequest {
+                    moment: proto::context_request::Moment::Prompt as i32,
+                    project: project.to_owned(),
+                    session_id: "now".into(),
+                    prompt: "which database version do we use".into(),
+                    ..Default::default()
+                },
+            )
+            .await;
+        let line = |id: i64| {
+            context
+                .text
+                .lines()
+                .find(|l| l.starts_with(&format!("- [#{id}]")))
+                .unwrap_or_else(|| panic!("no line for #{id} in {}", context.text))
+        };
+        assert!(
+            line(newer.id).contains(&format!("(current; updates #{})", older.id)),
+            "{}",
+            context.text
+        );
+        assert!(
+            line(older.id).contains(&format!("(earlier; #{} is current)", newer.id)),
+            "{}",
+            context.text
+        );
     }
     app.stop_services().await;
 }

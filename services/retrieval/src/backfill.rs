@@ -10,9 +10,10 @@
 pub mod ahead;
 
 use crate::models::{self, Embedder};
-use crate::vector::{Point, Space, VectorIndex};
+use crate::vector::{self, Point, Space, VectorFilter, VectorIndex};
 use sha2::Digest as _;
 use sqlx::SqlitePool;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -51,6 +52,20 @@ impl EmbedRow {
         crate::index::NewItem::embed_text(&self.title, &self.text, &self.context)
     }
 
+    /// Each piece the embedder reads of the item, up to `extra` beyond the first, with the
+    /// key its vector is cached under: the item's text hash for the first piece, as before
+    /// long items were read in pieces, and that hash with the piece's number after it for the
+    /// others (a piece is fixed by the item's text, as the first is).
+    fn pieces(&self, extra: usize) -> Vec<(String, String)> {
+        let mut pieces = vec![(self.text_hash.clone(), self.text())];
+        let more =
+            crate::index::NewItem::embed_chunks(&self.title, &self.text, &self.context, extra);
+        for (n, text) in more.into_iter().enumerate() {
+            pieces.push((piece_key(&self.text_hash, n + 1), text));
+        }
+        pieces
+    }
+
     /// The item's vector with the fields searches filter on.
     fn point(&self, vector: Vec<f32>) -> Point {
         Point {
@@ -82,6 +97,8 @@ pub struct Vectors {
     pub rest_ratio: f64,
     /// Static vectors for the items the model has not reached yet, with a local model.
     pub ahead: Option<ahead::Ahead>,
+    /// Pieces of a long item embedded beyond its first (`MNEME_EMBED_CHUNKS` less one).
+    pub extra_pieces: usize,
     /// Why the model or the vector index failed last, until they work again: health says it.
     trouble: std::sync::Mutex<Option<String>>,
     /// Items up to the model's progress, as last counted: (progress, items, deletes then).
@@ -105,6 +122,11 @@ pub fn table_name(model: &str) -> String {
     let digest = sha2::Sha256::digest(model.as_bytes());
     let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
     format!("vec_{hex}")
+}
+
+/// The cache key of piece `n` (from 1) of the item whose text hashes to `hash`.
+fn piece_key(hash: &str, n: usize) -> String {
+    format!("{hash}#{n}")
 }
 
 /// Forget pending deletes the index has done.
@@ -170,6 +192,7 @@ impl Vectors {
             queries: Default::default(),
             rest_ratio: 1.0,
             ahead: None,
+            extra_pieces: crate::index::MAX_EXTRA_CHUNKS,
             trouble: std::sync::Mutex::new(trouble),
             counted: Default::default(),
             deletes: Default::default(),
@@ -220,7 +243,7 @@ impl Vectors {
                 .await?;
         }
         tx.commit().await?;
-        match self.index.delete(&self.space, ids).await {
+        match self.index.delete(&self.space, &self.points_of(ids)).await {
             Ok(()) => cross_off(pool, ids).await,
             Err(error) => {
                 tracing::warn!(error = %format!("{error:#}"), vectors = ids.len(), "deleting vectors failed; retrying in the background");
@@ -228,6 +251,18 @@ impl Vectors {
                 Ok(())
             }
         }
+    }
+
+    /// Every point id the items may have: one per piece. Deleting one that was never written
+    /// is a no-op in both indexes, and the pieces an item has depend on a setting that may
+    /// have changed since it was embedded.
+    fn points_of(&self, items: &[i64]) -> Vec<i64> {
+        items
+            .iter()
+            .flat_map(|&item| {
+                (0..=crate::index::MAX_EXTRA_CHUNKS).map(move |n| vector::point_id(item, n))
+            })
+            .collect()
     }
 
     /// Set the index up if it was not answering before, and send it the deletes still
@@ -250,7 +285,9 @@ impl Vectors {
                 return Ok(answered);
             }
             let ids: Vec<i64> = pending.into_iter().map(|(id,)| id).collect();
-            self.index.delete(&self.space, &ids).await?;
+            self.index
+                .delete(&self.space, &self.points_of(&ids))
+                .await?;
             cross_off(pool, &ids).await?;
             answered += 1;
         }
@@ -326,32 +363,45 @@ impl Vectors {
         self.embed_rows(pool, &rows).await
     }
 
-    /// Vectors for these rows, from the cache or the model (each text once), written to the
-    /// cache and the index.
+    /// Vectors for these rows, piece by piece, from the cache or the model (each text once),
+    /// written to the cache and the index.
     async fn embed_rows(&self, pool: &SqlitePool, rows: &[EmbedRow]) -> anyhow::Result<()> {
-        let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(rows.len());
-        for row in rows {
+        // Every piece of every row: (row, piece number, cache key, text).
+        let pieces: Vec<(usize, usize, String, String)> = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(r, row)| {
+                row.pieces(self.extra_pieces)
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(n, (key, text))| (r, n, key, text))
+            })
+            .collect();
+        let mut vectors: HashMap<String, Vec<f32>> = HashMap::new();
+        for (_, _, key, _) in &pieces {
+            if vectors.contains_key(key) {
+                continue;
+            }
             let cached: Option<(Vec<u8>,)> = sqlx::query_as(
                 "SELECT vector FROM embedding_cache WHERE model = ? AND text_hash = ?",
             )
             .bind(&self.space.model)
-            .bind(&row.text_hash)
+            .bind(key)
             .fetch_optional(pool)
             .await?;
-            vectors.push(cached.map(|(bytes,)| models::from_bytes(&bytes)));
+            if let Some((bytes,)) = cached {
+                vectors.insert(key.clone(), models::from_bytes(&bytes));
+            }
         }
         // One text stored twice in a batch is embedded once.
-        let mut missing: Vec<usize> = Vec::new();
-        for i in (0..rows.len()).filter(|&i| vectors[i].is_none()) {
-            if !missing
-                .iter()
-                .any(|&j| rows[j].text_hash == rows[i].text_hash)
-            {
-                missing.push(i);
+        let mut missing: Vec<(&str, &str)> = Vec::new();
+        for (_, _, key, text) in &pieces {
+            if !vectors.contains_key(key) && !missing.iter().any(|(k, _)| k == key) {
+                missing.push((key, text));
             }
         }
         if !missing.is_empty() {
-            let texts = missing.iter().map(|&i| rows[i].text()).collect();
+            let texts = missing.iter().map(|(_, text)| (*text).to_owned()).collect();
             let fresh = self.embedder.embed(texts).await?;
             anyhow::ensure!(
                 fresh.len() == missing.len(),
@@ -360,35 +410,107 @@ impl Vectors {
                 missing.len()
             );
             let mut tx = store::begin_write(pool).await?;
-            for (&i, vector) in missing.iter().zip(fresh) {
+            for ((key, _), vector) in missing.iter().zip(fresh) {
                 sqlx::query(
                     "INSERT OR IGNORE INTO embedding_cache (model, text_hash, vector)
                      VALUES (?, ?, ?)",
                 )
                 .bind(&self.space.model)
-                .bind(&rows[i].text_hash)
+                .bind(*key)
                 .bind(models::to_bytes(&vector))
                 .execute(&mut *tx)
                 .await?;
-                vectors[i] = Some(vector);
+                vectors.insert((*key).to_owned(), vector);
             }
             tx.commit().await?;
-            for i in 0..rows.len() {
-                if vectors[i].is_none()
-                    && let Some(&j) = missing
-                        .iter()
-                        .find(|&&j| rows[j].text_hash == rows[i].text_hash)
-                {
-                    vectors[i] = vectors[j].clone();
-                }
-            }
         }
-        let points: Vec<Point> = rows
+        let points: Vec<Point> = pieces
             .iter()
-            .zip(vectors)
-            .filter_map(|(row, vector)| Some(row.point(vector?)))
+            .filter_map(|(r, n, key, _)| {
+                let mut point = rows[*r].point(vectors.get(key)?.clone());
+                point.id = vector::point_id(point.id, *n);
+                Some(point)
+            })
             .collect();
         self.index.upsert(&self.space, &points).await
+    }
+
+    /// The `k` items nearest `query` that pass `filter`, as (item id, cosine of its nearest
+    /// piece), best first.
+    pub async fn knn(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+    ) -> anyhow::Result<Vec<(i64, f32)>> {
+        // Pieces of one item may stand side by side near the query: ask for more, keep each
+        // item's best. Most items are one piece, so half again is plenty.
+        let asked = if self.extra_pieces == 0 { k } else { k + k / 2 };
+        let points = self.index.knn(&self.space, query, asked, filter).await?;
+        let mut seen = HashSet::new();
+        Ok(points
+            .into_iter()
+            .map(|(point, cosine)| (vector::item_of(point), cosine))
+            .filter(|(item, _)| seen.insert(*item))
+            .take(k)
+            .collect())
+    }
+
+    /// The cosine of each of `items` with `query` (its nearest piece's) as the index's
+    /// in-memory copy knows it; items it does not hold are left out.
+    pub fn cosines(&self, query: &[f32], items: &[i64]) -> Vec<(i64, f32)> {
+        let points: Vec<i64> = items
+            .iter()
+            .flat_map(|&item| (0..=self.extra_pieces).map(move |n| vector::point_id(item, n)))
+            .collect();
+        let mut best: HashMap<i64, f32> = HashMap::new();
+        for (point, cosine) in self.index.cosines(&self.space, query, &points) {
+            let e = best.entry(vector::item_of(point)).or_insert(cosine);
+            *e = e.max(cosine);
+        }
+        best.into_iter().collect()
+    }
+
+    /// The cosine of each item (by its id and `text_hash`) with `query` from the vectors
+    /// cached for its pieces, its nearest piece's; items with nothing cached are left out.
+    pub async fn cached_cosines(
+        &self,
+        pool: &SqlitePool,
+        query: &[f32],
+        items: &[(i64, &str)],
+    ) -> anyhow::Result<HashMap<i64, f32>> {
+        let mut keys: HashMap<String, i64> = HashMap::new();
+        for (id, hash) in items {
+            keys.insert((*hash).to_owned(), *id);
+            for n in 1..=self.extra_pieces {
+                keys.insert(piece_key(hash, n), *id);
+            }
+        }
+        let keys: Vec<(String, i64)> = keys.into_iter().collect();
+        let mut best: HashMap<i64, f32> = HashMap::new();
+        for chunk in keys.chunks(500) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let sql = format!(
+                "SELECT text_hash, vector FROM embedding_cache
+                 WHERE model = ? AND text_hash IN ({marks})"
+            );
+            let mut statement = sqlx::query_as::<_, (String, Vec<u8>)>(sqlx::AssertSqlSafe(sql))
+                .bind(&self.space.model);
+            for (key, _) in chunk {
+                statement = statement.bind(key);
+            }
+            let by_key: HashMap<&str, i64> =
+                chunk.iter().map(|(k, id)| (k.as_str(), *id)).collect();
+            for (key, bytes) in statement.fetch_all(pool).await? {
+                let Some(&id) = by_key.get(key.as_str()) else {
+                    continue;
+                };
+                let cosine = models::dot(query, &models::from_bytes(&bytes));
+                let e = best.entry(id).or_insert(cosine);
+                *e = e.max(cosine);
+            }
+        }
+        Ok(best)
     }
 
     /// Embed until level, then wait for new items, until `shutdown`. Model errors are logged

@@ -4,7 +4,7 @@
 //! deleted session, they leave their collections in the same transaction.
 
 use crate::search::{self, Searcher};
-use crate::{items, models, text};
+use crate::{items, text};
 use proto::{
     AskCollectionReply, AskCollectionRequest, Collection, CollectionReply, CollectionRequest,
     CollectionsReply, CreateCollectionRequest, ListCollectionsRequest, SearchHit,
@@ -301,33 +301,20 @@ pub async fn ask(
     .fetch_all(pool)
     .await?;
     let terms = text::query_terms(question);
-    let mut cosines: HashMap<String, f32> = HashMap::new();
+    let mut cosines: HashMap<i64, f32> = HashMap::new();
     let vectors = searcher.vectors.as_ref();
     if let Some(vectors) = vectors
         && !rows.is_empty()
     {
         let query = vectors.embed_query(question).await?;
-        for chunk in rows.chunks(500) {
-            let marks = vec!["?"; chunk.len()].join(", ");
-            let sql = format!(
-                "SELECT text_hash, vector FROM embedding_cache
-                 WHERE model = ? AND text_hash IN ({marks})"
-            );
-            let mut statement = sqlx::query_as::<_, (String, Vec<u8>)>(sqlx::AssertSqlSafe(sql))
-                .bind(&vectors.space.model);
-            for row in chunk {
-                statement = statement.bind(&row.text_hash);
-            }
-            for (hash, bytes) in statement.fetch_all(pool).await? {
-                cosines.insert(hash, models::dot(&query, &models::from_bytes(&bytes)));
-            }
-        }
+        let items: Vec<(i64, &str)> = rows.iter().map(|r| (r.id, r.text_hash.as_str())).collect();
+        cosines = vectors.cached_cosines(pool, &query, &items).await?;
     }
     let mut hits: Vec<SearchHit> = rows
         .into_iter()
         .filter_map(|row| {
             let lexical = text::coverage(&terms, &format!("{} {}", row.title, row.text));
-            let cosine = cosines.get(&row.text_hash).copied();
+            let cosine = cosines.get(&row.id).copied();
             let relevance = search::relevance(lexical, cosine, vectors.is_some());
             if relevance <= 0.0 {
                 return None;
@@ -350,7 +337,7 @@ pub async fn ask(
                 score: relevance,
                 relevance,
                 found_by,
-                origin: String::new(),
+                ..SearchHit::default()
             })
         })
         .collect();

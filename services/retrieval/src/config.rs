@@ -103,6 +103,13 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_EMBED_REST_RATIO", default_value_t = 1.0)]
     pub embed_rest_ratio: f64,
 
+    /// Pieces a long item is embedded in, at most: the model reads about 256 tokens of a
+    /// text, so the end of a long reply or tool output is found by meaning only through a
+    /// piece of its own; an item ranks by its nearest piece. 1 embeds only the beginning.
+    #[arg(long, env = "MNEME_EMBED_CHUNKS", default_value_t = 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
+          value_parser = clap::value_parser!(u16).range(1..=(1 + crate::index::MAX_EXTRA_CHUNKS as i64)))]
+    pub embed_chunks: u16,
+
     /// Fill static vectors (distilled from the local model) ahead of the model when its backlog
     /// is long, so an import is searchable by meaning within minutes; the model fills in
     /// behind. `false` leaves such items to full-text search until the model reaches them.
@@ -146,6 +153,7 @@ impl Default for RetrievalArgs {
             qdrant_replicas: None,
             qdrant_write_consistency: None,
             embed_rest_ratio: 1.0,
+            embed_chunks: 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
             static_vectors: true,
             static_after: 1_000,
             static_cache: None,
@@ -239,6 +247,7 @@ pub async fn open_vectors(
         .await
         .map_err(|e| format!("{e:#}"))?;
     vectors.rest_ratio = args.embed_rest_ratio.max(0.0);
+    vectors.extra_pieces = usize::from(args.embed_chunks.max(1)) - 1;
     vectors.ahead = ahead;
     Ok(Arc::new(vectors))
 }

@@ -15,6 +15,7 @@
 use crate::search::Searcher;
 use proto::{ContextReply, ContextRequest, SearchHit, SearchRequest, context_request::Moment};
 use regex::Regex;
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 /// Context settings.
@@ -341,7 +342,13 @@ async fn prompt(
         }
         out.line("## Related memory", None);
     }
-    for hit in hits {
+    // Statements a later one in the context updates, and by which.
+    let updated_by: HashMap<i64, i64> = hits
+        .iter()
+        .filter(|h| h.updates != 0 && hits.iter().any(|o| o.id == h.updates))
+        .map(|h| (h.updates, h.id))
+        .collect();
+    for hit in hits.iter() {
         let (tool_name, text): (String, String) =
             sqlx::query_as("SELECT tool_name, text FROM memory_items WHERE id = ?")
                 .bind(hit.id)
@@ -356,8 +363,17 @@ async fn prompt(
         } else {
             format!(" of {}", neutralise(&hit.origin).text)
         };
+        // Of two statements on one subject, the agent is told which is current: the earlier
+        // one may be out of date.
+        let currency = match updated_by.get(&hit.id) {
+            Some(newer) => format!(" (earlier; #{newer} is current)"),
+            None if updated_by.values().any(|&n| n == hit.id) => {
+                format!(" (current; updates #{})", hit.updates)
+            }
+            None => String::new(),
+        };
         let line = format!(
-            "- [#{}] {} session {}{origin} {}: {} — {}",
+            "- [#{}] {} session {}{origin} {}{currency}: {} — {}",
             hit.id,
             common::time::utc_day(hit.occurred_at_ms),
             short(&hit.session_id),

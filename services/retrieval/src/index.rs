@@ -18,6 +18,12 @@ const MAX_EMBED_CHARS: usize = 1_500;
 const MAX_CONTEXT_CHARS: usize = 1_000;
 /// The longest part of the previous item embedded with an item.
 const MAX_PREV_EMBED_CHARS: usize = 300;
+/// Further pieces of a long item's own text embedded after the first: with the first, they
+/// cover the longest indexed text ([`MAX_TEXT_CHARS`]).
+pub const MAX_EXTRA_CHUNKS: usize = 3;
+/// Characters a piece repeats of the one before, so a sentence cut at a boundary is whole in
+/// one of the two.
+const CHUNK_OVERLAP: usize = 200;
 
 /// One observation as retrieval reads it.
 #[derive(Debug, sqlx::FromRow)]
@@ -75,6 +81,44 @@ impl NewItem {
             format!("{tail} {own}")
         };
         cut(&joined, MAX_EMBED_CHARS)
+    }
+
+    /// The further pieces of a long item the model reads after [`NewItem::embed_text`], at
+    /// most `extra`: the model reads about 256 tokens of a text, so the end of a long reply or
+    /// tool output would otherwise be invisible to search by meaning. Each piece is the title
+    /// and a window of the item's own text that starts where the piece before ended, less an
+    /// overlap, at a word boundary. Empty for an item that fits one piece.
+    pub fn embed_chunks(title: &str, text: &str, prev: &str, extra: usize) -> Vec<String> {
+        let own: Vec<char> = if text.starts_with(title) {
+            text.chars().collect()
+        } else {
+            format!("{title}\n{text}").chars().collect()
+        };
+        // How much of the item's own text the first piece held, after the end of the
+        // previous item and a space.
+        let prev = prev.trim();
+        let before = match prev.chars().count().min(MAX_PREV_EMBED_CHARS) {
+            0 => 0,
+            tail => tail + 1,
+        };
+        let mut covered = own.len().min(MAX_EMBED_CHARS.saturating_sub(before));
+        let title_chars = title.chars().count() + 1;
+        let window = MAX_EMBED_CHARS
+            .saturating_sub(title_chars)
+            .max(CHUNK_OVERLAP * 2);
+        let mut pieces = Vec::new();
+        while covered < own.len() && pieces.len() < extra {
+            let mut start = covered.saturating_sub(CHUNK_OVERLAP);
+            // Start on a word, not inside one, when a space is near.
+            if let Some(space) = own[start..covered].iter().position(|c| c.is_whitespace()) {
+                start += space + 1;
+            }
+            let end = (start + window).min(own.len());
+            let body: String = own[start..end].iter().collect();
+            pieces.push(format!("{title}\n{}", body.trim_start()));
+            covered = end;
+        }
+        pieces
     }
 }
 
@@ -884,6 +928,39 @@ mod tests {
             ..row
         };
         assert!(item_of(&start).is_none());
+    }
+
+    #[test]
+    fn a_long_item_is_read_in_overlapping_pieces_to_its_end() {
+        let sentences: Vec<String> = (0..60)
+            .map(|i| format!("sentence number {i} says something about the build."))
+            .collect();
+        let text = sentences.join(" ");
+        let prev = "the previous item";
+        let first = NewItem::embed_text("Reply", &text, prev);
+        let pieces = NewItem::embed_chunks("Reply", &text, prev, MAX_EXTRA_CHUNKS);
+        assert_eq!(pieces.len(), 2, "{} characters in all", text.len());
+        for piece in &pieces {
+            assert!(piece.starts_with("Reply\n"));
+            assert!(piece.chars().count() <= MAX_EMBED_CHARS);
+            // Each starts on a word.
+            let body = piece.strip_prefix("Reply\n").unwrap();
+            assert!(text.contains(body), "{body}");
+            assert!(text[..text.find(body).unwrap()].ends_with(' '));
+        }
+        // Together they reach the end, and each overlaps the one before.
+        assert!(pieces[1].ends_with("sentence number 59 says something about the build."));
+        let tail_of = |piece: &str| piece.chars().rev().take(50).collect::<Vec<_>>();
+        let first_tail: String = tail_of(&first).into_iter().rev().collect();
+        assert!(pieces[0].contains(&first_tail));
+        let second_tail: String = tail_of(&pieces[0]).into_iter().rev().collect();
+        assert!(pieces[1].contains(&second_tail));
+        // A short item is one piece, and no extra pieces are asked for when none are allowed.
+        assert!(NewItem::embed_chunks("Reply", "short", prev, MAX_EXTRA_CHUNKS).is_empty());
+        assert!(NewItem::embed_chunks("Reply", &text, prev, 0).is_empty());
+        // At most the number allowed, even for the longest text indexed.
+        let long = text.repeat(3);
+        assert_eq!(NewItem::embed_chunks("Reply", &long, "", 2).len(), 2);
     }
 
     #[test]

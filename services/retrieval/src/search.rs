@@ -7,7 +7,6 @@
 
 use crate::backfill::Vectors;
 use crate::lexical::Lexical;
-use crate::models;
 use crate::text;
 use crate::vector::VectorFilter;
 use crate::when::{self, Order};
@@ -239,10 +238,7 @@ impl Searcher {
             } else {
                 depth * 4
             };
-            let hits = vectors
-                .index
-                .knn(&vectors.space, &vector, k, &filter)
-                .await?;
+            let hits = vectors.knn(&vector, k, &filter).await?;
             // Items the model has not reached yet are searched by their static vectors, on a
             // blocking thread as the in-memory scan of the model's vectors is.
             let ahead = match vectors.ahead.as_ref().and_then(|a| a.query(&when.text)) {
@@ -413,7 +409,7 @@ impl Searcher {
                     score,
                     relevance,
                     found_by,
-                    origin: String::new(),
+                    ..SearchHit::default()
                 })
             })
             .collect();
@@ -528,7 +524,7 @@ impl Searcher {
         // The index's in-memory copy answers most of them without reading a row; the cache is
         // read only for what it does not hold (vectors written a moment ago, or Qdrant).
         let ids: Vec<i64> = wanted.iter().map(|r| r.id).collect();
-        let known = vectors.index.cosines(&vectors.space, query, &ids);
+        let known = vectors.cosines(query, &ids);
         if !known.is_empty() {
             for (id, cosine) in &known {
                 evidence.entry(*id).or_default().cosine = Some(*cosine);
@@ -536,25 +532,12 @@ impl Searcher {
             let known: std::collections::HashSet<i64> = known.iter().map(|(id, _)| *id).collect();
             wanted.retain(|r| !known.contains(&r.id));
         }
-        for chunk in wanted.chunks(500) {
-            let marks = vec!["?"; chunk.len()].join(", ");
-            let sql = format!(
-                "SELECT text_hash, vector FROM embedding_cache
-                 WHERE model = ? AND text_hash IN ({marks})"
-            );
-            let mut statement = sqlx::query_as::<_, (String, Vec<u8>)>(sqlx::AssertSqlSafe(sql))
-                .bind(&vectors.space.model);
-            for row in chunk {
-                statement = statement.bind(&row.text_hash);
-            }
-            let cached: HashMap<String, Vec<u8>> =
-                statement.fetch_all(&self.pool).await?.into_iter().collect();
-            for row in chunk {
-                if let Some(bytes) = cached.get(&row.text_hash) {
-                    evidence.entry(row.id).or_default().cosine =
-                        Some(models::dot(query, &models::from_bytes(bytes)));
-                }
-            }
+        let items: Vec<(i64, &str)> = wanted
+            .iter()
+            .map(|r| (r.id, r.text_hash.as_str()))
+            .collect();
+        for (id, cosine) in vectors.cached_cosines(&self.pool, query, &items).await? {
+            evidence.entry(id).or_default().cosine = Some(cosine);
         }
         Ok(())
     }
@@ -747,20 +730,33 @@ fn spread_sessions(hits: Vec<SearchHit>, decay: f64, limit: usize) -> Vec<Search
 
 /// Knowledge updates: a hit that holds the same query words as the one above it, in the same
 /// project, scores within `margin` of it and happened a day or more later, moves above it.
+/// Then each hit on the same subject as an earlier statement below it (whether it moved or
+/// already ranked above) names the nearest such statement as the one it updates.
 fn later_first(hits: &mut [SearchHit], matched: &HashMap<i64, u64>, margin: f64) {
-    let supersedes = |a: &SearchHit, b: &SearchHit| {
-        let words = |h: &SearchHit| matched.get(&h.id).copied().unwrap_or(0);
+    let words = |h: &SearchHit| matched.get(&h.id).copied().unwrap_or(0);
+    let same_subject_later = |a: &SearchHit, b: &SearchHit| {
         a.project == b.project
             && words(a) != 0
             && words(a) == words(b)
             && a.occurred_at_ms >= b.occurred_at_ms + common::time::DAY_MS
-            && a.score >= b.score * (1.0 - margin)
     };
     for i in 1..hits.len() {
         let mut at = i;
-        while at > 0 && supersedes(&hits[at], &hits[at - 1]) {
+        while at > 0
+            && same_subject_later(&hits[at], &hits[at - 1])
+            && hits[at].score >= hits[at - 1].score * (1.0 - margin)
+        {
             hits.swap(at, at - 1);
             at -= 1;
+        }
+    }
+    for i in 0..hits.len() {
+        let older = hits[i + 1..]
+            .iter()
+            .find(|below| same_subject_later(&hits[i], below))
+            .map(|below| below.id);
+        if let Some(older) = older {
+            hits[i].updates = older;
         }
     }
 }
@@ -952,6 +948,11 @@ mod tests {
         let mut hits = vec![hit(1, "a", 1.0, 0), hit(2, "b", 0.95, 30)];
         later_first(&mut hits, &matched, 0.1);
         assert_eq!(ids(&hits), [2, 1]);
+        assert_eq!(
+            (hits[0].updates, hits[1].updates),
+            (1, 0),
+            "2 says it updates 1"
+        );
         // Too far below, other words, the same day or another project: it stays.
         for other in [
             hit(2, "b", 0.8, 30),
@@ -965,6 +966,7 @@ mod tests {
             let mut hits = vec![hit(1, "a", 1.0, 0), other];
             later_first(&mut hits, &matched, 0.1);
             assert_eq!(hits[0].id, 1);
+            assert!(hits.iter().all(|h| h.updates == 0));
         }
     }
 

@@ -27,9 +27,25 @@ pub struct Space {
     pub table: String,
 }
 
+/// Bits of a point id that hold the memory item's id; the bits above them number the piece of
+/// a long item the vector is of (none for the first piece, so an item read in one piece has
+/// its own id as its point's). Item ids stay far below 2^40.
+pub const ITEM_BITS: u32 = 40;
+
+/// The point id of piece `piece` of item `item` (the first is 0).
+pub fn point_id(item: i64, piece: usize) -> i64 {
+    item | ((piece as i64) << ITEM_BITS)
+}
+
+/// The item a point id belongs to.
+pub fn item_of(point: i64) -> i64 {
+    point & ((1 << ITEM_BITS) - 1)
+}
+
 /// A vector with the fields searches filter on.
 #[derive(Debug, Clone)]
 pub struct Point {
+    /// The item's id, with the piece above [`ITEM_BITS`] for a long item's later pieces.
     pub id: i64,
     pub vector: Vec<f32>,
     pub project: String,
@@ -217,8 +233,9 @@ async fn load(pool: &SqlitePool, space: &Space) -> anyhow::Result<Flat> {
         "SELECT v.item_id, v.embedding,
                 COALESCE(m.project, v.project), COALESCE(m.kind, v.kind),
                 COALESCE(m.session_id, v.session_id), COALESCE(m.occurred_at, v.occurred_at)
-         FROM {} AS v LEFT JOIN memory_items AS m ON m.id = v.item_id",
-        checked(&space.table)?
+         FROM {} AS v LEFT JOIN memory_items AS m ON m.id = (v.item_id & {})",
+        checked(&space.table)?,
+        (1i64 << ITEM_BITS) - 1
     );
     let mut flat = Flat::new(space.dim);
     let mut rows =
