@@ -967,7 +967,15 @@ async fn a_qdrant_down_at_start_is_used_once_it_answers() {
         .await;
     let project = "/work/qlate";
     publish(&app, &meaning_set(project, common::time::now_ms())).await;
-    app.wait_indexed(3).await;
+    // Indexed for full-text search; their vectors wait for Qdrant.
+    let indexed = app
+        .wait_for_count(
+            "SELECT count(*) FROM memory_items",
+            3,
+            Duration::from_secs(30),
+        )
+        .await;
+    assert_eq!(indexed, 3);
     let reply = search(&app, query("websocket connection", project)).await;
     assert_eq!(reply.mode, "fts");
     assert_eq!(titles(&reply), [WEBSOCKET]);
