@@ -98,6 +98,12 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_QDRANT_WRITE_CONSISTENCY")]
     pub qdrant_write_consistency: Option<u32>,
 
+    /// Keep each new Qdrant collection's full vectors on disk and an eight-bit copy in memory
+    /// (searches re-score their best from disk): a quarter of the memory, for many millions
+    /// of items. Applies when a collection is created.
+    #[arg(long, env = "MNEME_QDRANT_ON_DISK", default_value_t = false, action = clap::ArgAction::Set)]
+    pub qdrant_on_disk: bool,
+
     /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
     /// most about half the CPU for a backlog; 0 = as fast as possible).
     #[arg(long, env = "MNEME_EMBED_REST_RATIO", default_value_t = 1.0)]
@@ -152,6 +158,7 @@ impl Default for RetrievalArgs {
             qdrant_shards: None,
             qdrant_replicas: None,
             qdrant_write_consistency: None,
+            qdrant_on_disk: false,
             embed_rest_ratio: 1.0,
             embed_chunks: 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
             static_vectors: true,
@@ -230,6 +237,7 @@ pub async fn open_vectors(
                 shards: args.qdrant_shards,
                 replicas: args.qdrant_replicas,
                 write_consistency: args.qdrant_write_consistency,
+                on_disk: args.qdrant_on_disk,
             };
             let qdrant = vector::qdrant::Qdrant::connect(
                 &args.qdrant_url,

@@ -36,10 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The LoCoMo conversations figures are reported on: the ranking defaults were tuned on 0–2.
-const TEST_CONVERSATIONS: std::ops::RangeInclusive<usize> = 3..=9;
-/// The conversations choices are made on (`MNEME_BENCH_EMBED_SPLIT=dev`).
-const DEV_CONVERSATIONS: std::ops::RangeInclusive<usize> = 0..=2;
+use crate::retrieval_bench::{DEV_CONVERSATIONS, TEST_CONVERSATIONS};
 
 fn env_path(name: &str, default: &str) -> PathBuf {
     std::env::var_os(name).map_or_else(

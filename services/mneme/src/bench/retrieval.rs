@@ -13,6 +13,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The LoCoMo conversations beside the repository (or in `MNEME_LOCOMO`).
+/// The LoCoMo conversations figures are reported on: the ranking defaults were tuned on 0–2.
+pub(crate) const TEST_CONVERSATIONS: std::ops::RangeInclusive<usize> = 3..=9;
+/// The conversations choices are made on (`MNEME_BENCH_EMBED_SPLIT=dev` in the embed bench).
+pub(crate) const DEV_CONVERSATIONS: std::ops::RangeInclusive<usize> = 0..=2;
+
+/// The half of LoCoMo a conversation belongs to.
+fn split_of(conversation: usize) -> &'static str {
+    if DEV_CONVERSATIONS.contains(&conversation) {
+        "dev"
+    } else {
+        "test"
+    }
+}
+
 pub(crate) fn locomo_samples() -> anyhow::Result<Vec<Value>> {
     let path = std::env::var_os("MNEME_LOCOMO")
         .map(PathBuf::from)
@@ -281,11 +295,16 @@ pub async fn locomo() -> anyhow::Result<()> {
                     .iter()
                     .filter_map(|h| dia.get(&h.id).cloned())
                     .collect();
-                recall.add(
-                    mode,
-                    question.category,
+                let (r5, r10) = (
                     recall_at(&hits, &question.evidence, 5),
                     recall_at(&hits, &question.evidence, 10),
+                );
+                recall.add(mode, question.category, r5, r10);
+                recall.add(
+                    &format!("{}/{mode}", split_of(index)),
+                    question.category,
+                    r5,
+                    r10,
                 );
             }
         }
@@ -304,18 +323,35 @@ pub async fn locomo() -> anyhow::Result<()> {
     }
     println!("\nturn-level evidence recall (%), LoCoMo paper DRAGON: R@5 56.7, R@10 66.2");
     println!(
-        "{:<8} {:>5} {:>7} {:>7}   per category 1..5 (R@10)",
-        "mode", "n", "R@5", "R@10"
+        "(dev: conversations {}-{}, where the ranking constants were chosen; test: {}-{}, never tuned on)",
+        DEV_CONVERSATIONS.start(),
+        DEV_CONVERSATIONS.end(),
+        TEST_CONVERSATIONS.start(),
+        TEST_CONVERSATIONS.end()
     );
-    for mode in modes {
-        let (r5, r10, n) = recall.get(mode, 0);
-        let per: Vec<String> = (1..=5)
-            .map(|c| format!("{:.1}", recall.get(mode, c).1))
-            .collect();
-        println!(
-            "{mode:<8} {n:>5} {r5:>7.1} {r10:>7.1}   {}",
-            per.join(" / ")
-        );
+    println!(
+        "{:<13} {:>5} {:>7} {:>7}   per category 1..5 (R@10)",
+        "half/mode", "n", "R@5", "R@10"
+    );
+    for half in ["dev", "test", "all"] {
+        for mode in modes {
+            let name = match half {
+                "all" => mode.to_owned(),
+                half => format!("{half}/{mode}"),
+            };
+            let (r5, r10, n) = recall.get(&name, 0);
+            if n == 0 {
+                continue;
+            }
+            let per: Vec<String> = (1..=5)
+                .map(|c| format!("{:.1}", recall.get(&name, c).1))
+                .collect();
+            let label = format!("{half}/{mode}");
+            println!(
+                "{label:<13} {n:>5} {r5:>7.1} {r10:>7.1}   {}",
+                per.join(" / ")
+            );
+        }
     }
     if let Some(sweep) = sweep {
         sweep.report();
@@ -323,8 +359,13 @@ pub async fn locomo() -> anyhow::Result<()> {
     let (f5, f10, _) = recall.get("fts", 0);
     let (v5, v10, _) = recall.get("vector", 0);
     let (h5, h10, n) = recall.get("hybrid", 0);
+    let test = |mode: &str| recall.get(&format!("test/{mode}"), 0).1;
     println!(
-        "locomo: hybrid_r10={h10:.1} hybrid_r5={h5:.1} fts_r10={f10:.1} fts_r5={f5:.1} vector_r10={v10:.1} vector_r5={v5:.1} questions={n}"
+        "locomo: hybrid_r10={h10:.1} hybrid_r5={h5:.1} fts_r10={f10:.1} fts_r5={f5:.1} vector_r10={v10:.1} vector_r5={v5:.1} test_hybrid_r10={:.1} test_fts_r10={:.1} test_vector_r10={:.1} dev_hybrid_r10={:.1} questions={n}",
+        test("hybrid"),
+        test("fts"),
+        test("vector"),
+        recall.get("dev/hybrid", 0).1
     );
     Ok(())
 }

@@ -487,7 +487,9 @@ async fn measure(setup: &Setup, size: usize) -> anyhow::Result<Figures> {
         since_ms: now - (size as i64 / 4) * ITEM_GAP_MS,
     };
     in_process(&store, &vectors, size, queries, query_set).await?;
-    one_bit_recall(&vectors, base, size, query_set).await?;
+    if index == Index::Sqlite {
+        one_bit_recall(&vectors, base, size, query_set).await?;
+    }
     drop(vectors);
     // Closing checkpoints the WAL into the database, as a service stopping would.
     store.close().await;

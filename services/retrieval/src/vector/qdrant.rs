@@ -15,7 +15,8 @@ use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::{
     CollectionStatus, Condition, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
     DeleteCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter, PointId,
-    PointStruct, PointsIdsList, Query, QueryPointsBuilder, Range, RepeatedStrings,
+    PointStruct, PointsIdsList, QuantizationSearchParamsBuilder, QuantizationType, Query,
+    QueryPointsBuilder, Range, RepeatedStrings, ScalarQuantizationBuilder, SearchParamsBuilder,
     UpsertPointsBuilder, VectorParamsBuilder,
 };
 use std::time::Duration;
@@ -46,6 +47,10 @@ pub struct Layout {
     /// Copies that must apply a write before it is acknowledged (Qdrant's
     /// `write_consistency_factor`).
     pub write_consistency: Option<u32>,
+    /// Keep the full vectors on disk and an eight-bit copy of them in memory, which searches
+    /// scan and then re-score their best from disk: a quarter of the memory, for collections of
+    /// many millions of items (384 dimensions: about 400 bytes an item in memory, not 1.5 KB).
+    pub on_disk: bool,
 }
 
 impl Layout {
@@ -145,8 +150,16 @@ impl Qdrant {
         let dim = u64::try_from(space.dim).context("vector dimension out of range")?;
         // Vectors are unit length, so cosine and dot product agree; cosine keeps the scores
         // right even for a vector that was not normalised.
-        let mut request = CreateCollectionBuilder::new(self.collection(space))
-            .vectors_config(VectorParamsBuilder::new(dim, Distance::Cosine));
+        let mut vectors = VectorParamsBuilder::new(dim, Distance::Cosine);
+        if self.layout.on_disk {
+            vectors = vectors.on_disk(true).quantization_config(
+                ScalarQuantizationBuilder::default()
+                    .r#type(QuantizationType::Int8.into())
+                    .always_ram(true),
+            );
+        }
+        let mut request =
+            CreateCollectionBuilder::new(self.collection(space)).vectors_config(vectors);
         if let Some(shards) = self.layout.shards {
             request = request.shard_number(shards);
         }
@@ -350,6 +363,17 @@ impl VectorIndex for Qdrant {
             if let Some(filter) = to_filter(filter) {
                 request = request.filter(filter);
             }
+            if self.layout.on_disk {
+                // The eight-bit copy ranks; twice the hits asked for are re-scored with the full
+                // vectors, so the order returned is the full vectors' order.
+                request = request.params(
+                    SearchParamsBuilder::default().quantization(
+                        QuantizationSearchParamsBuilder::default()
+                            .rescore(true)
+                            .oversampling(2.0),
+                    ),
+                );
+            }
             let response = self
                 .client
                 .query(request)
@@ -499,6 +523,7 @@ mod tests {
                 shards: Some(2),
                 replicas: Some(1),
                 write_consistency: Some(1),
+                on_disk: false,
             })
             .unwrap();
         let space = Space {
@@ -524,6 +549,36 @@ mod tests {
         assert_eq!(params.shard_number, 2);
         assert_eq!(params.replication_factor, Some(1));
         assert_eq!(params.write_consistency_factor, Some(1));
+
+        // Vectors on disk with an eight-bit copy in memory answer the same contract.
+        let on_disk = Qdrant::connect(&url, None, Duration::from_secs(10))
+            .unwrap()
+            .with_prefix(&prefix)
+            .unwrap()
+            .with_layout(Layout {
+                on_disk: true,
+                ..Layout::default()
+            })
+            .unwrap();
+        let disk_space = Space {
+            table: "vec_on_disk".into(),
+            ..space.clone()
+        };
+        crate::vector::tests::round_trip(&on_disk, &disk_space).await;
+        on_disk.ensure(&disk_space).await.unwrap();
+        let vectors = on_disk
+            .client
+            .collection_info(on_disk.collection(&disk_space))
+            .await
+            .unwrap()
+            .result
+            .and_then(|info| info.config)
+            .and_then(|config| config.params)
+            .and_then(|params| params.vectors_config);
+        let vectors = format!("{vectors:?}");
+        assert!(vectors.contains("on_disk: Some(true)"), "{vectors}");
+        assert!(vectors.contains("Scalar(ScalarQuantization"), "{vectors}");
+        on_disk.drop_space(&disk_space).await.unwrap();
         // A project with a space is one keyword, matched whole.
         index
             .upsert(
