@@ -40,6 +40,9 @@ impl Index {
 struct Options {
     sizes: Vec<usize>,
     index: Index,
+    /// Only the vector index, filled directly (`--vectors-only`, Qdrant): sizes past what one
+    /// machine's store holds, where the items themselves would not fit.
+    vectors_only: bool,
 }
 
 /// A size as written on the command line: digits, with `_` allowed and `k` or `m` for
@@ -75,6 +78,7 @@ impl Options {
             _ => vec![10_000, 100_000],
         };
         let mut index = Index::Sqlite;
+        let mut vectors_only = false;
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             let (flag, inline) = match arg.split_once('=') {
@@ -88,6 +92,7 @@ impl Options {
                     .with_context(|| format!("{flag} needs a value"))
             };
             match flag {
+                "--vectors-only" => vectors_only = true,
                 "--items" => sizes = parse_sizes(&value()?)?,
                 "--index" => {
                     index = match value()?.as_str() {
@@ -97,12 +102,20 @@ impl Options {
                     }
                 }
                 other => anyhow::bail!(
-                    "unknown argument {other:?}; usage: mneme-bench search [--items N[,N...]] [--index sqlite|qdrant]"
+                    "unknown argument {other:?}; usage: mneme-bench search [--items N[,N...]] [--index sqlite|qdrant] [--vectors-only]"
                 ),
             }
         }
         anyhow::ensure!(!sizes.is_empty(), "no store size to measure");
-        Ok(Options { sizes, index })
+        anyhow::ensure!(
+            !vectors_only || index == Index::Qdrant,
+            "--vectors-only measures a Qdrant collection: add --index qdrant"
+        );
+        Ok(Options {
+            sizes,
+            index,
+            vectors_only,
+        })
     }
 }
 
@@ -393,6 +406,9 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
+    if options.vectors_only {
+        return vectors_only(&options, &args, queries).await;
+    }
     let setup = Setup {
         index: options.index,
         mneme: service_binary()?,
@@ -419,6 +435,134 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
             format!("store_mb_{k}={:.0}", f.store_bytes as f64 / 1e6),
             format!("fill_s_{k}={:.0}", f.fill_s),
         ]);
+    }
+    println!("search: {}", line.join(" "));
+    Ok(())
+}
+
+/// Nearest-neighbour search in a Qdrant collection of each size, filled directly with the
+/// bench's synthetic vectors (perturbed copies of real ones) through retrieval's own Qdrant
+/// index, vectors on disk with an eight-bit copy in memory (`MNEME_QDRANT_ON_DISK`), as a
+/// collection of many millions would be configured. Timed once the collection is indexed:
+/// the query embedding, and the search plain and filtered (project, kind, time), `k` 50 as a
+/// hybrid search of ten asks.
+async fn vectors_only(
+    options: &Options,
+    args: &retrieval::RetrievalArgs,
+    queries: usize,
+) -> anyhow::Result<()> {
+    use futures::StreamExt as _;
+    use retrieval::vector::{Point, Space, VectorFilter, VectorIndex as _};
+    let base = base_vectors(args).await?;
+    let model = retrieval::models::LocalModel::load(
+        args.embed_model_dir
+            .as_deref()
+            .context("no embedding model directory")?,
+    )?;
+    let index = retrieval::vector::qdrant::Qdrant::connect(
+        &args.qdrant_url,
+        args.qdrant_api_key.clone(),
+        Duration::from_secs(120),
+    )?
+    .with_layout(retrieval::vector::qdrant::Layout {
+        on_disk: true,
+        ..Default::default()
+    })?;
+    let mut line = vec!["index=qdrant vectors_only=1".to_owned()];
+    for &size in &options.sizes {
+        let space = Space {
+            model: "mneme-bench-synthetic".to_owned(),
+            dim: base[0].len(),
+            table: format!("vec_bench_{}", label(size)),
+        };
+        index.drop_space(&space).await?;
+        index.ensure(&space).await?;
+        let started = Instant::now();
+        let mut last_said = Instant::now();
+        let batches = (0..size as i64).step_by(1_000).map(|from| {
+            let (index, space, base) = (&index, &space, &base);
+            async move {
+                let points: Vec<Point> = (from..(from + 1_000).min(size as i64))
+                    .map(|id| Point {
+                        id: id + 1,
+                        vector: perturbed(base, id + 1),
+                        project: format!("/work/project-{}", id as usize % PROJECTS),
+                        kind: KINDS[id as usize % KINDS.len()].to_owned(),
+                        session_id: format!("s{}", id as usize / SESSION_ITEMS),
+                        occurred_at: id * ITEM_GAP_MS,
+                    })
+                    .collect();
+                index.upsert(space, &points).await.map(|()| points.len())
+            }
+        });
+        let mut written = 0;
+        let mut uploads = futures::stream::iter(batches).buffer_unordered(4);
+        while let Some(done) = uploads.next().await {
+            written += done?;
+            if last_said.elapsed() > Duration::from_secs(30) {
+                last_said = Instant::now();
+                println!(
+                    "search {size}: {written} vectors written, {:.0}s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+        let upload_s = started.elapsed().as_secs_f64();
+        index.loaded(&space).await;
+        let indexed_s = started.elapsed().as_secs_f64();
+        println!(
+            "search {size}: {written} vectors written in {upload_s:.0}s, indexed after {indexed_s:.0}s"
+        );
+        let query_set = Queries {
+            since_ms: (size as i64 * 3 / 4) * ITEM_GAP_MS,
+        };
+        let (mut embed, mut plain, mut filtered) = (Vec::new(), Vec::new(), Vec::new());
+        for q in 0..queries + 10 {
+            let filter_on = q % 2 == 1;
+            let request = query_set.request(q, filter_on, "vector");
+            let took = Instant::now();
+            let vector = model
+                .embed(std::slice::from_ref(&request.query))?
+                .pop()
+                .context("no query vector")?;
+            let embedded = took.elapsed().as_secs_f64() * 1000.0;
+            let filter = VectorFilter {
+                project: (!request.project.is_empty()).then(|| request.project.clone()),
+                kinds: request.kinds.clone(),
+                since_ms: (request.since_ms != 0).then_some(request.since_ms),
+                ..VectorFilter::default()
+            };
+            let took = Instant::now();
+            let hits = index.knn(&space, &vector, 50, &filter).await?;
+            let searched = took.elapsed().as_secs_f64() * 1000.0;
+            anyhow::ensure!(filter_on || hits.len() == 50, "search found {}", hits.len());
+            if q < 10 {
+                continue;
+            }
+            embed.push(embedded);
+            let whole = embedded + searched;
+            if filter_on {
+                filtered.push(whole)
+            } else {
+                plain.push(whole)
+            }
+        }
+        let all: Vec<f64> = plain.iter().chain(&filtered).copied().collect();
+        let ((p50, p95), (_, plain_p95), (_, filtered_p95), (embed_p50, _)) =
+            (spread(all), spread(plain), spread(filtered), spread(embed));
+        println!(
+            "search {size}: query embedding and vector search p50_ms={p50:.2} p95_ms={p95:.2} (plain p95 {plain_p95:.2}, filtered p95 {filtered_p95:.2}; embedding alone p50 {embed_p50:.2})"
+        );
+        let k = label(size);
+        line.extend([
+            format!("p50_ms_{k}={p50:.2}"),
+            format!("p95_ms_{k}={p95:.2}"),
+            format!("p95_plain_ms_{k}={plain_p95:.2}"),
+            format!("p95_filtered_ms_{k}={filtered_p95:.2}"),
+            format!("upload_s_{k}={upload_s:.0}"),
+            format!("indexed_s_{k}={indexed_s:.0}"),
+        ]);
+        index.drop_space(&space).await?;
     }
     println!("search: {}", line.join(" "));
     Ok(())
