@@ -129,14 +129,17 @@ fn piece_key(hash: &str, n: usize) -> String {
     format!("{hash}#{n}")
 }
 
-/// Forget pending deletes the index has done.
-async fn cross_off(pool: &SqlitePool, ids: &[i64]) -> anyhow::Result<()> {
+/// Write down the deletes the index owes for these items (`owed`), or cross them off once it
+/// has done them.
+async fn owe_deletes(pool: &SqlitePool, ids: &[i64], owed: bool) -> anyhow::Result<()> {
+    let sql = if owed {
+        "INSERT OR IGNORE INTO vector_deletes (item_id) VALUES (?)"
+    } else {
+        "DELETE FROM vector_deletes WHERE item_id = ?"
+    };
     let mut tx = store::begin_write(pool).await?;
     for id in ids {
-        sqlx::query("DELETE FROM vector_deletes WHERE item_id = ?")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(sql).bind(id).execute(&mut *tx).await?;
     }
     tx.commit().await?;
     Ok(())
@@ -235,16 +238,9 @@ impl Vectors {
         if let Some(ahead) = &self.ahead {
             ahead.delete(ids);
         }
-        let mut tx = store::begin_write(pool).await?;
-        for id in ids {
-            sqlx::query("INSERT OR IGNORE INTO vector_deletes (item_id) VALUES (?)")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
+        owe_deletes(pool, ids, true).await?;
         match self.index.delete(&self.space, &self.points_of(ids)).await {
-            Ok(()) => cross_off(pool, ids).await,
+            Ok(()) => owe_deletes(pool, ids, false).await,
             Err(error) => {
                 tracing::warn!(error = %format!("{error:#}"), vectors = ids.len(), "deleting vectors failed; retrying in the background");
                 self.set_trouble(Some(format!("{error:#}")));
@@ -288,7 +284,7 @@ impl Vectors {
             self.index
                 .delete(&self.space, &self.points_of(&ids))
                 .await?;
-            cross_off(pool, &ids).await?;
+            owe_deletes(pool, &ids, false).await?;
             answered += 1;
         }
     }
