@@ -1121,6 +1121,7 @@ async fn serve(
         println!(
             "search {size}: service memory peak_rss_mb={peak_rss_mb:.0} rss_mb={rss_mb:.0}"
         );
+        retention(&client, size, query_set).await?;
         Ok(Service {
             p50,
             p95,
@@ -1165,6 +1166,54 @@ enum Asked {
 }
 
 /// One search through NATS, waiting as long as a search on a cold large store may take.
+/// Retention at scale: forget the sessions holding the oldest tenth of the items, as retention
+/// deletes them, through the service; how long that takes, and how slow the searches asked
+/// meanwhile are (deleting must not stall answering).
+async fn retention(
+    client: &async_nats::Client,
+    size: usize,
+    query_set: Queries,
+) -> anyhow::Result<()> {
+    let sessions: Vec<String> = (0..(size / 10).div_ceil(SESSION_ITEMS))
+        .map(|n| format!("session-{n}"))
+        .collect();
+    let request = proto::ForgetRequest {
+        session_ids: sessions.clone(),
+    };
+    let message = async_nats::Request::new()
+        .payload(request.encode_to_vec().into())
+        .timeout(Some(Duration::from_secs(3_600)));
+    let started = Instant::now();
+    let forget = client.send_request(proto::subjects::RETRIEVAL_FORGET, message);
+    tokio::pin!(forget);
+    let mut during = Vec::new();
+    let reply = loop {
+        tokio::select! {
+            reply = &mut forget => break reply?,
+            () = tokio::time::sleep(Duration::from_millis(200)) => {
+                let request = query_set.request(during.len(), during.len() % 2 == 1, "hybrid");
+                let asked = Instant::now();
+                match ask(client, &request).await {
+                    Ok(_) => during.push(asked.elapsed().as_secs_f64() * 1e3),
+                    Err(Asked::NotYet) => anyhow::bail!("the service stopped answering"),
+                    Err(Asked::Failed(error)) => return Err(error),
+                }
+            }
+        }
+    };
+    let took = started.elapsed().as_secs_f64();
+    let reply = proto::ForgetReply::decode(reply.payload)?;
+    anyhow::ensure!(reply.error.is_empty(), "forgetting failed: {}", reply.error);
+    let searches = during.len();
+    let (p50, p95) = spread(during);
+    println!(
+        "search {size}: retention forgot {} sessions ({} items) in {took:.1}s; {searches} searches meanwhile p50_ms={p50:.1} p95_ms={p95:.1}",
+        sessions.len(),
+        reply.items
+    );
+    Ok(())
+}
+
 async fn ask(
     client: &async_nats::Client,
     request: &proto::SearchRequest,
