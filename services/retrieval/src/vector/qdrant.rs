@@ -411,10 +411,11 @@ impl VectorIndex for Qdrant {
     fn loaded<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // After a bulk write Qdrant builds its search graph in the background, and until
-            // the collection is green a search scans; give up waiting after ten minutes, or at
+            // the collection is green a search scans. A million vectors took more than ten
+            // minutes on two busy cores, so the wait is long: give up after three hours, or at
             // once if the server cannot say.
             let collection = self.collection(space);
-            let deadline = std::time::Instant::now() + Duration::from_secs(600);
+            let deadline = std::time::Instant::now() + Duration::from_secs(3 * 3_600);
             while std::time::Instant::now() < deadline {
                 match self.client.collection_info(&collection).await {
                     Ok(info)
