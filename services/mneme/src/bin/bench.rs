@@ -11,6 +11,12 @@
 //!
 //! - `locomo`: turn-level evidence recall on LoCoMo through the real pipeline, for full-text,
 //!   vector and hybrid search.
+//! - `coding`: hit@k and session recall of questions about earlier coding sessions
+//!   (`tests/fixtures/coding-questions.json`) over the real Claude Code transcripts imported
+//!   with `mneme import claude-code`, for full-text, vector and hybrid search, dev and test.
+//! - `histories`: session recall on generated long multi-session histories of a developer
+//!   (`MNEME_BENCH_HISTORIES`, 12 by default; even ones dev, odd ones test) imported with
+//!   `mneme import claude-code`, per question category, for full-text, vector and hybrid search.
 //! - `search [--items N[,N...]] [--index sqlite|qdrant]`: hybrid search latency (query
 //!   embedding included) at 10k and 100k items by default, with and without filters, through
 //!   a real `mneme serve retrieval` process, with its start-up time, peak memory and the store's
@@ -32,10 +38,14 @@
 
 #[path = "../bench/capabilities.rs"]
 mod capabilities_bench;
+#[path = "../bench/coding.rs"]
+mod coding_bench;
 #[path = "../bench/compress.rs"]
 mod compress_bench;
 #[path = "../bench/embed.rs"]
 mod embed_bench;
+#[path = "../bench/histories.rs"]
+mod histories_bench;
 #[path = "../nats_server.rs"]
 #[allow(dead_code)]
 mod nats_server;
@@ -85,6 +95,8 @@ async fn main() -> anyhow::Result<()> {
             ingest(&args).await
         }
         "locomo" => retrieval_bench::locomo().await,
+        "coding" => coding_bench::coding().await,
+        "histories" => histories_bench::histories().await,
         "search" => {
             let args: Vec<String> = std::env::args().skip(2).collect();
             search_bench::search(&args).await
@@ -98,7 +110,7 @@ async fn main() -> anyhow::Result<()> {
             team_bench::team(&args).await
         }
         _ => anyhow::bail!(
-            "usage: mneme-bench hook [--agent HOST|all]|import|ingest [--events N]|locomo|search [--items N[,N...]] [--index sqlite|qdrant]|compress|embed|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
+            "usage: mneme-bench hook [--agent HOST|all]|import|ingest [--events N]|locomo|coding|histories|search [--items N[,N...]] [--index sqlite|qdrant]|compress|embed|secrets|capabilities|team [--events N] [--offline N] [--rate R]"
         ),
     }
 }
@@ -480,9 +492,11 @@ async fn ingest(args: &[String]) -> anyhow::Result<()> {
         ingest::IngestArgs::default(),
         shutdown,
     ));
+    // Ten minutes, or longer for a backlog that would take longer at 200 events a second.
+    let deadline = Duration::from_secs(600.max(burst as u64 / 200));
     while count(&store).await? < burst as i64 {
         anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(600),
+            started.elapsed() < deadline,
             "ingest did not drain the backlog"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -600,10 +614,15 @@ async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchabl
     let backlog = |reply: &proto::HealthReply, name: &str| {
         reply.backlogs.iter().find(|b| b.name == name).cloned()
     };
+    // An hour, or longer for a store that would take longer at 300 items a second.
+    let (observations,): (i64,) = sqlx::query_as("SELECT count(*) FROM observations")
+        .fetch_one(store.pool())
+        .await?;
+    let deadline = Duration::from_secs(3_600.max(observations as u64 / 300));
     // Full-text: every stored notice indexed (retrieval's consumer has nothing left).
     let fts_s = loop {
         anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(3_600),
+            started.elapsed() < deadline,
             "retrieval did not index the store"
         );
         let pending = match jetstream.get_stream(proto::subjects::INGEST_STREAM).await {
@@ -626,7 +645,7 @@ async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchabl
     // By meaning: every item has a vector, the model's or a static one.
     let semantic_s = loop {
         anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(3_600),
+            started.elapsed() < deadline,
             "retrieval did not embed the store"
         );
         if let Some(reply) = health().await
