@@ -12,7 +12,6 @@ use anyhow::Context as _;
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The search modes compared, in the order they are reported.
@@ -258,19 +257,7 @@ pub async fn coding() -> anyhow::Result<()> {
         bed.shutdown.clone(),
     ));
     let started = Instant::now();
-    let output = Command::new(&mneme)
-        .args(["import", "claude-code", "--json", "--no-wait", "--path"])
-        .arg(&transcripts)
-        .env("MNEME_NATS_URL", &bed.common.nats_url)
-        .env("MNEME_HOME", bed.home.path())
-        .env("MNEME_DB", bed.common.db_path())
-        .output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "mneme import failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let summary = super::import_claude_code(&mneme, &transcripts, &bed)?;
     let published = summary["published"].as_i64().unwrap_or_default();
     println!(
         "import: files={} sessions={} records={} events={published}",
@@ -387,24 +374,11 @@ async fn wait_ready(
             deadline.as_secs()
         );
         let stored = scalar(pool, "SELECT count(*) FROM observations").await?;
-        let pending = match jetstream.get_stream(proto::subjects::INGEST_STREAM).await {
-            Ok(stream) => stream
-                .consumer_info(proto::subjects::RETRIEVAL_CONSUMER)
-                .await
-                .map(|i| i.num_pending + i.num_ack_pending as u64)
-                .ok(),
-            Err(_) => None,
-        };
+        let pending = super::retrieval_pending(&jetstream).await;
         if indexed_s.is_none() && stored >= published && pending == Some(0) {
             indexed_s = Some(started.elapsed().as_secs_f64());
         }
-        let items = scalar(pool, "SELECT count(*) FROM memory_items").await?;
-        let max = scalar(pool, "SELECT COALESCE(MAX(id), 0) FROM memory_items").await?;
-        let embedded = scalar(
-            pool,
-            "SELECT COALESCE(MAX(embedded_upto), 0) FROM vector_spaces",
-        )
-        .await?;
+        let (items, max, embedded) = crate::retrieval_bench::embedding_progress(pool).await?;
         if let Some(indexed) = indexed_s
             && embedded >= max
         {

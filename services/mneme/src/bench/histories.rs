@@ -32,7 +32,6 @@ use proto::Message as _;
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const DAY_MS: i64 = common::time::DAY_MS;
@@ -2543,20 +2542,7 @@ async fn ask_history(
             transcript(history, session),
         )?;
     }
-    let output = Command::new(mneme)
-        .args(["import", "claude-code", "--json", "--no-wait", "--path"])
-        .arg(&dir)
-        .env("MNEME_NATS_URL", &bed.common.nats_url)
-        .env("MNEME_HOME", bed.home.path())
-        .env("MNEME_DB", bed.common.db_path())
-        .output()
-        .context("running mneme import")?;
-    anyhow::ensure!(
-        output.status.success(),
-        "mneme import failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let summary = super::import_claude_code(mneme, &dir, bed).context("running mneme import")?;
     anyhow::ensure!(
         summary["sessions"].as_u64() == Some(history.sessions.len() as u64),
         "mneme import read {} sessions of {}",
@@ -2672,14 +2658,7 @@ async fn wait_settled(store: &store::Store, client: &async_nats::Client) -> anyh
             };
             pending += waiting;
         }
-        let (max,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) FROM memory_items")
-            .fetch_one(store.pool())
-            .await?;
-        let embedded: Option<(i64,)> =
-            sqlx::query_as("SELECT embedded_upto FROM vector_spaces LIMIT 1")
-                .fetch_optional(store.pool())
-                .await?;
-        let embedded = embedded.map_or(0, |(e,)| e);
+        let (_, max, embedded) = crate::retrieval_bench::embedding_progress(store.pool()).await?;
         if pending == 0 && max > 0 && embedded >= max && max == last_max {
             settled += 1;
             if settled >= 3 {

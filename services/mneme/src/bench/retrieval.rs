@@ -370,21 +370,24 @@ pub async fn locomo() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How far a store's items and their embedding have got: (items, the highest item id, the
+/// highest id the model has embedded up to; 0 before any vector space exists).
+pub(crate) async fn embedding_progress(pool: &sqlx::SqlitePool) -> anyhow::Result<(i64, i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT (SELECT count(*) FROM memory_items),
+                (SELECT COALESCE(MAX(id), 0) FROM memory_items),
+                (SELECT COALESCE(MAX(embedded_upto), 0) FROM vector_spaces)",
+    )
+    .fetch_one(pool)
+    .await?)
+}
+
 /// Wait until every turn is indexed and embedded.
 async fn wait_indexed(store: &store::Store, turns: i64) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let (items,): (i64,) = sqlx::query_as("SELECT count(*) FROM memory_items")
-            .fetch_one(store.pool())
-            .await?;
-        let embedded: Option<(i64,)> =
-            sqlx::query_as("SELECT embedded_upto FROM vector_spaces LIMIT 1")
-                .fetch_optional(store.pool())
-                .await?;
-        let (max,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) FROM memory_items")
-            .fetch_one(store.pool())
-            .await?;
-        if items == turns && embedded.is_some_and(|(e,)| e >= max) {
+        let (items, max, embedded) = embedding_progress(store.pool()).await?;
+        if items == turns && embedded >= max {
             return Ok(());
         }
         anyhow::ensure!(

@@ -351,6 +351,28 @@ async fn hook(agent: &str) -> anyhow::Result<f64> {
     Ok(percentile(&up, 99.0))
 }
 
+/// Run the release `mneme import claude-code --json --no-wait --path DIR` against the bed's
+/// NATS and store, as a user would; its JSON summary (records read, events published).
+fn import_claude_code(
+    mneme: &Path,
+    transcripts: &Path,
+    bed: &Bed,
+) -> anyhow::Result<serde_json::Value> {
+    let output = Command::new(mneme)
+        .args(["import", "claude-code", "--json", "--no-wait", "--path"])
+        .arg(transcripts)
+        .env("MNEME_NATS_URL", &bed.common.nats_url)
+        .env("MNEME_HOME", bed.home.path())
+        .env("MNEME_DB", bed.common.db_path())
+        .output()?;
+    anyhow::ensure!(
+        output.status.success(),
+        "mneme import failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(serde_json::from_slice(&output.stdout)?)
+}
+
 /// `mneme import claude-code` on the real transcripts into a fresh store, with ingest running.
 async fn import_bench() -> anyhow::Result<()> {
     let mneme = release_binary("mneme")?;
@@ -363,20 +385,8 @@ async fn import_bench() -> anyhow::Result<()> {
     );
     let bed = Bed::start(true).await?;
     let started = Instant::now();
-    let output = Command::new(&mneme)
-        .args(["import", "claude-code", "--json", "--no-wait", "--path"])
-        .arg(&transcripts)
-        .env("MNEME_NATS_URL", &bed.common.nats_url)
-        .env("MNEME_HOME", bed.home.path())
-        .env("MNEME_DB", bed.common.db_path())
-        .output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "mneme import failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let summary = import_claude_code(&mneme, &transcripts, &bed)?;
     let published_after = started.elapsed().as_secs_f64();
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout)?;
     let records = summary["records"].as_f64().unwrap_or_default();
     let events = summary["published"].as_i64().unwrap_or_default();
     let store = store::Store::open(&bed.common.db_path()).await?;
@@ -577,6 +587,20 @@ async fn ingest(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Stored events retrieval has not indexed yet (its consumer's pending and unacknowledged
+/// messages); `None` while the stream or the consumer cannot be asked.
+async fn retrieval_pending(jetstream: &async_nats::jetstream::Context) -> Option<u64> {
+    let stream = jetstream
+        .get_stream(proto::subjects::INGEST_STREAM)
+        .await
+        .ok()?;
+    stream
+        .consumer_info(proto::subjects::RETRIEVAL_CONSUMER)
+        .await
+        .map(|i| i.num_pending + i.num_ack_pending as u64)
+        .ok()
+}
+
 /// How long retrieval, started on a full store, takes to make it searchable.
 struct Searchable {
     items: i64,
@@ -625,15 +649,7 @@ async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchabl
             started.elapsed() < deadline,
             "retrieval did not index the store"
         );
-        let pending = match jetstream.get_stream(proto::subjects::INGEST_STREAM).await {
-            Ok(stream) => stream
-                .consumer_info(proto::subjects::RETRIEVAL_CONSUMER)
-                .await
-                .map(|i| i.num_pending + i.num_ack_pending as u64)
-                .ok(),
-            Err(_) => None,
-        };
-        if pending == Some(0) {
+        if retrieval_pending(&jetstream).await == Some(0) {
             break started.elapsed().as_secs_f64();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
