@@ -373,22 +373,8 @@ impl Vectors {
                     .map(move |(n, (key, text))| (r, n, key, text))
             })
             .collect();
-        let mut vectors: HashMap<String, Vec<f32>> = HashMap::new();
-        for (_, _, key, _) in &pieces {
-            if vectors.contains_key(key) {
-                continue;
-            }
-            let cached: Option<(Vec<u8>,)> = sqlx::query_as(
-                "SELECT vector FROM embedding_cache WHERE model = ? AND text_hash = ?",
-            )
-            .bind(&self.space.model)
-            .bind(key)
-            .fetch_optional(pool)
-            .await?;
-            if let Some((bytes,)) = cached {
-                vectors.insert(key.clone(), models::from_bytes(&bytes));
-            }
-        }
+        let keys: Vec<&str> = pieces.iter().map(|(_, _, key, _)| key.as_str()).collect();
+        let mut vectors = self.cached_vectors(pool, &keys).await?;
         // One text stored twice in a batch is embedded once.
         let mut missing: Vec<(&str, &str)> = Vec::new();
         for (_, _, key, text) in &pieces {
@@ -475,16 +461,38 @@ impl Vectors {
         query: &[f32],
         items: &[(i64, &str)],
     ) -> anyhow::Result<HashMap<i64, f32>> {
-        let mut keys: HashMap<String, i64> = HashMap::new();
+        // Items with the same text share their cached vectors.
+        let mut keys: HashMap<String, Vec<i64>> = HashMap::new();
         for (id, hash) in items {
-            keys.insert((*hash).to_owned(), *id);
+            keys.entry((*hash).to_owned()).or_default().push(*id);
             for n in 1..=self.extra_pieces {
-                keys.insert(piece_key(hash, n), *id);
+                keys.entry(piece_key(hash, n)).or_default().push(*id);
             }
         }
-        let keys: Vec<(String, i64)> = keys.into_iter().collect();
+        let wanted: Vec<&str> = keys.keys().map(String::as_str).collect();
         let mut best: HashMap<i64, f32> = HashMap::new();
-        for chunk in keys.chunks(500) {
+        for (key, vector) in self.cached_vectors(pool, &wanted).await? {
+            let cosine = models::dot(query, &vector);
+            for &id in keys.get(&key).into_iter().flatten() {
+                let e = best.entry(id).or_insert(cosine);
+                *e = e.max(cosine);
+            }
+        }
+        Ok(best)
+    }
+
+    /// The vectors this model has cached under `keys` (text hashes, or piece keys), read a few
+    /// hundred at a time; keys with nothing cached are left out.
+    async fn cached_vectors(
+        &self,
+        pool: &SqlitePool,
+        keys: &[&str],
+    ) -> anyhow::Result<HashMap<String, Vec<f32>>> {
+        let mut unique: Vec<&str> = keys.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        let mut found = HashMap::new();
+        for chunk in unique.chunks(500) {
             let marks = vec!["?"; chunk.len()].join(", ");
             let sql = format!(
                 "SELECT text_hash, vector FROM embedding_cache
@@ -492,21 +500,14 @@ impl Vectors {
             );
             let mut statement = sqlx::query_as::<_, (String, Vec<u8>)>(sqlx::AssertSqlSafe(sql))
                 .bind(&self.space.model);
-            for (key, _) in chunk {
-                statement = statement.bind(key);
+            for key in chunk {
+                statement = statement.bind(*key);
             }
-            let by_key: HashMap<&str, i64> =
-                chunk.iter().map(|(k, id)| (k.as_str(), *id)).collect();
             for (key, bytes) in statement.fetch_all(pool).await? {
-                let Some(&id) = by_key.get(key.as_str()) else {
-                    continue;
-                };
-                let cosine = models::dot(query, &models::from_bytes(&bytes));
-                let e = best.entry(id).or_insert(cosine);
-                *e = e.max(cosine);
+                found.insert(key, models::from_bytes(&bytes));
             }
         }
-        Ok(best)
+        Ok(found)
     }
 
     /// Embed until level, then wait for new items, until `shutdown`. Model errors are logged
