@@ -30,8 +30,13 @@ pub const MAX_SITUATION_CHARS: usize = 300;
 pub enum Step {
     /// A command line (its first line, without `cd` into the project or a trailing pager).
     Command { line: String, key: String },
-    /// Edits of these files (relative to the project).
-    Edit { files: Vec<String> },
+    /// Edits of these files (relative to the project), with the line the edit of a single
+    /// file brought in, which is what makes the step repeatable ("edit the migration" says
+    /// where, not what).
+    Edit {
+        files: Vec<String>,
+        change: Option<String>,
+    },
     /// Another action: a skill, a slash command, an MCP tool.
     Tool { name: String },
 }
@@ -41,12 +46,15 @@ impl Step {
     pub fn text(&self) -> String {
         match self {
             Step::Command { line, .. } => format!("`{line}`"),
-            Step::Edit { files } if files.is_empty() => "edit".to_owned(),
-            Step::Edit { files } => {
+            Step::Edit { files, .. } if files.is_empty() => "edit".to_owned(),
+            Step::Edit { files, change } => {
                 let shown: Vec<&str> = files.iter().take(4).map(String::as_str).collect();
-                match files.len().saturating_sub(shown.len()) {
-                    0 => format!("edit {}", shown.join(", ")),
-                    more => format!("edit {} and {more} more", shown.join(", ")),
+                match (files.len().saturating_sub(shown.len()), change) {
+                    (0, Some(change)) if files.len() == 1 => {
+                        format!("edit {} (`{change}`)", shown[0])
+                    }
+                    (0, _) => format!("edit {}", shown.join(", ")),
+                    (more, _) => format!("edit {} and {more} more", shown.join(", ")),
                 }
             }
             Step::Tool { name } => name.clone(),
@@ -394,6 +402,56 @@ fn input(raw: &Observation) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// The longest change kept in an edit step.
+const MAX_CHANGE_CHARS: usize = 100;
+
+/// The first line an edit brought in that was not there before, from the edit tools' inputs
+/// (a replacement's new text against its old text, a patch's added lines against its removed
+/// ones); `None` for a whole file written, whose first line says nothing of a change.
+fn change_of(input: &Value) -> Option<String> {
+    let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or("");
+    let (added, removed): (Vec<&str>, Vec<&str>) = if let Some(patch) = ["patch", "input", "diff"]
+        .iter()
+        .map(|k| text(k))
+        .find(|t| !t.is_empty())
+    {
+        let lines = || {
+            patch
+                .lines()
+                .filter(|l| !l.starts_with("+++") && !l.starts_with("---"))
+        };
+        (
+            lines().filter_map(|l| l.strip_prefix('+')).collect(),
+            lines().filter_map(|l| l.strip_prefix('-')).collect(),
+        )
+    } else if let Some(edits) = input.get("edits").and_then(Value::as_array) {
+        // Several replacements in one call: the last is the one the change ends on.
+        let last = edits.last()?;
+        let field = |k: &str| last.get(k).and_then(Value::as_str).unwrap_or("");
+        (
+            field("new_string").lines().collect(),
+            field("old_string").lines().collect(),
+        )
+    } else {
+        let new = ["new_string", "new_str", "new"]
+            .iter()
+            .map(|k| text(k))
+            .find(|t| !t.is_empty())?;
+        let old = ["old_string", "old_str", "old"]
+            .iter()
+            .map(|k| text(k))
+            .find(|t| !t.is_empty())
+            .unwrap_or("");
+        (new.lines().collect(), old.lines().collect())
+    };
+    let before: BTreeSet<&str> = removed.iter().map(|l| l.trim()).collect();
+    added
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty() && !before.contains(l))
+        .map(|l| cut(&l.replace('`', "'"), MAX_CHANGE_CHARS))
+}
+
 /// Whether a call only looks (reads, lists, searches): not a step of anything.
 pub fn only_looks(raw: &Observation) -> bool {
     step_of(raw).is_none()
@@ -424,6 +482,7 @@ fn step_of(raw: &Observation) -> Option<Step> {
                 .then(|| relative(&file, &raw.project))
                 .into_iter()
                 .collect(),
+            change: change_of(&input(raw)),
         });
     }
     if is_looking_tool(tool) || tool.is_empty() {
@@ -502,11 +561,21 @@ pub fn run_of(calls: &[Observation]) -> Option<Run> {
             }
         }
         match (steps.last_mut(), step) {
-            (Some(Step::Edit { files }), Step::Edit { files: more }) => {
+            (
+                Some(Step::Edit { files, change }),
+                Step::Edit {
+                    files: more,
+                    change: later,
+                },
+            ) => {
                 for file in more {
                     if !files.contains(file) {
                         files.push(file.clone());
                     }
+                }
+                // The later edit of a file is the one that stayed.
+                if later.is_some() {
+                    change.clone_from(later);
                 }
             }
             (Some(Step::Tool { name }), Step::Tool { name: again }) if name == again => {}
@@ -523,7 +592,7 @@ pub fn run_of(calls: &[Observation]) -> Option<Run> {
     let files: BTreeSet<String> = steps
         .iter()
         .filter_map(|s| match s {
-            Step::Edit { files } => Some(files.iter().cloned()),
+            Step::Edit { files, .. } => Some(files.iter().cloned()),
             _ => None,
         })
         .flatten()
@@ -549,6 +618,7 @@ pub fn reported_run(steps: &[String], files: &[String], failed: bool, reason: &s
             |s| match s.strip_prefix("Edit ").or_else(|| s.strip_prefix("edit ")) {
                 Some(file) => Step::Edit {
                     files: vec![file.trim().to_owned()],
+                    change: None,
                 },
                 None => {
                     let line = s.trim_matches('`');
@@ -563,7 +633,7 @@ pub fn reported_run(steps: &[String], files: &[String], failed: bool, reason: &s
     let last = steps.last()?.text();
     let mut all: BTreeSet<String> = files.iter().cloned().collect();
     for step in &steps {
-        if let Step::Edit { files } = step {
+        if let Step::Edit { files, .. } = step {
             all.extend(files.iter().cloned());
         }
     }
@@ -756,6 +826,65 @@ mod tests {
             ["bd update", "edit", "mix compile", "mix test"]
         );
         assert_eq!(run.files, ["lib/a.ex", "lib/b.ex", "test/a_test.exs"]);
+    }
+
+    #[test]
+    fn an_edit_step_says_what_it_brought_in() {
+        let replace = |old: &str, new: &str| {
+            call(
+                "post_tool",
+                "Edit",
+                serde_json::json!({"file_path": "/p/migrations/0007_email.sql",
+                    "old_string": old, "new_string": new}),
+                "ok",
+            )
+        };
+        let calls = [
+            bash_failed("sqlx migrate run", "error: duplicate column name: email"),
+            replace(
+                "-- email\nALTER TABLE users ADD COLUMN email TEXT;",
+                "-- email\nALTER TABLE users ADD COLUMN IF NOT EXISTS email TEXT;",
+            ),
+            bash("sqlx migrate run"),
+        ];
+        let run = run_of(&calls).expect("a run");
+        assert_eq!(
+            run.step_texts(),
+            [
+                "edit migrations/0007_email.sql (`ALTER TABLE users ADD COLUMN IF NOT EXISTS email TEXT;`)",
+                "`sqlx migrate run`",
+            ]
+        );
+        // A patch's added lines count, not the context or the header; the later edit of a
+        // file is the one kept.
+        let patch = call(
+            "post_tool",
+            "apply_patch",
+            serde_json::json!({"file_path": "/p/migrations/0007_email.sql",
+                "patch": "--- a/m.sql\n+++ b/m.sql\n keep\n-ADD COLUMN email;\n+ADD COLUMN IF NOT EXISTS email;"}),
+            "ok",
+        );
+        let run =
+            run_of(&[replace("a", "first try"), patch, bash("sqlx migrate run")]).expect("a run");
+        assert_eq!(
+            run.step_texts()[0],
+            "edit migrations/0007_email.sql (`ADD COLUMN IF NOT EXISTS email;`)"
+        );
+        // A whole file written, or edits of several files, name the files only.
+        let write = call(
+            "post_tool",
+            "Write",
+            serde_json::json!({"file_path": "/p/lib/new.ex", "content": "defmodule New do"}),
+            "ok",
+        );
+        let run = run_of(&[write, bash("mix test")]).expect("a run");
+        assert_eq!(run.step_texts()[0], "edit lib/new.ex");
+        let run =
+            run_of(&[replace("a", "b"), edit("/p/lib/b.ex"), bash("mix test")]).expect("a run");
+        assert_eq!(
+            run.step_texts()[0],
+            "edit migrations/0007_email.sql, lib/b.ex"
+        );
     }
 
     #[test]

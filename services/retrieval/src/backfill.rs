@@ -56,12 +56,23 @@ impl EmbedRow {
     /// key its vector is cached under: the item's text hash for the first piece, as before
     /// long items were read in pieces, and that hash with the piece's number after it for the
     /// others (a piece is fixed by the item's text, as the first is).
+    ///
+    /// What a person wrote (a prompt, a saved memory) also gets, in the pieces a long text
+    /// leaves free, its first-person statements each on its own ([`crate::index::statements`]),
+    /// under keys of their own, so a piece's key never means two texts.
     fn pieces(&self, extra: usize) -> Vec<(String, String)> {
         let mut pieces = vec![(self.text_hash.clone(), self.text())];
         let more =
             crate::index::NewItem::embed_chunks(&self.title, &self.text, &self.context, extra);
         for (n, text) in more.into_iter().enumerate() {
             pieces.push((piece_key(&self.text_hash, n + 1), text));
+        }
+        if matches!(self.kind.as_str(), "prompt" | "memory") {
+            let room = (extra + 1).saturating_sub(pieces.len());
+            for text in crate::index::statements(&self.text, room) {
+                let n = pieces.len();
+                pieces.push((statement_key(&self.text_hash, n), text));
+            }
         }
         pieces
     }
@@ -127,6 +138,12 @@ pub fn table_name(model: &str) -> String {
 /// The cache key of piece `n` (from 1) of the item whose text hashes to `hash`.
 fn piece_key(hash: &str, n: usize) -> String {
     format!("{hash}#{n}")
+}
+
+/// The cache key of piece `n` when it is a statement of the item's rather than a window of
+/// its text.
+fn statement_key(hash: &str, n: usize) -> String {
+    format!("{hash}@{n}")
 }
 
 /// Write down the deletes the index owes for these items (`owed`), or cross them off once it
@@ -467,6 +484,7 @@ impl Vectors {
             keys.entry((*hash).to_owned()).or_default().push(*id);
             for n in 1..=self.extra_pieces {
                 keys.entry(piece_key(hash, n)).or_default().push(*id);
+                keys.entry(statement_key(hash, n)).or_default().push(*id);
             }
         }
         let wanted: Vec<&str> = keys.keys().map(String::as_str).collect();

@@ -122,6 +122,91 @@ impl NewItem {
     }
 }
 
+/// Words that make a sentence the writer's statement about themselves or their team ("I use
+/// Neovim", "we moved staging to port 8443", "my laptop is a ThinkPad").
+const FIRST_PERSON: &[&str] = &[
+    "i", "i'm", "im", "i've", "ive", "i'd", "i'll", "my", "mine", "we", "we're", "we've", "our",
+    "ours",
+];
+/// Openings of a request, not a statement, even in the first person ("please …", "can we …").
+const REQUEST_OPENINGS: &[&str] = &[
+    "please", "can", "could", "would", "will", "should", "let's", "lets", "help",
+];
+
+/// What a person said about themselves or their work in a text of several sentences, each on
+/// its own, at most `limit`, longest first. A fact or preference said in passing ("btw I use
+/// Neovim now") inside a message about something else is a small part of what the model reads
+/// of the whole message; embedded alone it is found by a question about it. Questions,
+/// requests, code and very short or long sentences are left out, and so is a text that is
+/// one statement, which its first piece already is.
+pub fn statements(text: &str, limit: usize) -> Vec<String> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    let mut sentences = Vec::new();
+    let mut current = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            sentences.push(std::mem::take(&mut current));
+            continue;
+        }
+        current.push(c);
+        if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()) {
+            sentences.push(std::mem::take(&mut current));
+        }
+    }
+    sentences.push(current);
+    let sentences: Vec<String> = sentences
+        .into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if sentences.len() < 2 {
+        return Vec::new();
+    }
+    let mut found: Vec<String> = sentences
+        .into_iter()
+        .filter(|sentence| {
+            if sentence.ends_with('?') {
+                return false;
+            }
+            let letters = sentence.chars().filter(|c| c.is_alphabetic()).count();
+            let others = sentence
+                .chars()
+                .filter(|c| !c.is_alphabetic() && !c.is_whitespace())
+                .count();
+            // Code and logs: a statement is mostly letters.
+            if others * 4 > letters {
+                return false;
+            }
+            let words: Vec<String> = sentence
+                .split_whitespace()
+                .map(|w| {
+                    w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                        .to_lowercase()
+                        .replace('\u{2019}', "'")
+                })
+                .filter(|w| !w.is_empty())
+                .collect();
+            if !(3..=40).contains(&words.len()) {
+                return false;
+            }
+            // "btw", "also" and the like before the subject do not make a request.
+            let opening = words
+                .iter()
+                .find(|w| !matches!(w.as_str(), "btw" | "also" | "oh" | "and" | "so" | "ok"))
+                .map(String::as_str)
+                .unwrap_or_default();
+            !REQUEST_OPENINGS.contains(&opening)
+                && words.iter().any(|w| FIRST_PERSON.contains(&w.as_str()))
+        })
+        .collect();
+    found.sort_by_key(|s| std::cmp::Reverse(s.chars().count()));
+    found.truncate(limit);
+    found
+}
+
 /// The memory kind of an observation kind, or `None` when it is not worth indexing (starts,
 /// ends and pre-tool events say nothing a later post-tool or prompt does not).
 fn memory_kind(kind: &str) -> Option<&'static str> {
@@ -961,6 +1046,34 @@ mod tests {
         // At most the number allowed, even for the longest text indexed.
         let long = text.repeat(3);
         assert_eq!(NewItem::embed_chunks("Reply", &long, "", 2).len(), 2);
+    }
+
+    #[test]
+    fn first_person_statements_are_taken_from_a_message_about_something_else() {
+        let prompt = "The checkout test fails on CI with a timeout after 30 seconds. \
+            Can you look at the retry loop in payments/client.rs? \
+            btw I switched my editor to Helix last week.\n\
+            let x = foo(a, b); // { retry: 3 }\n\
+            Why does it only fail on CI?";
+        assert_eq!(
+            statements(prompt, 3),
+            vec!["btw I switched my editor to Helix last week.".to_owned()]
+        );
+        // Requests and questions in the first person are not statements.
+        assert!(statements("Please fix my build. Could we ship it today? Thanks.", 3).is_empty());
+        // A message that is one statement is its own first piece already.
+        assert!(statements("We moved staging to port 8443.", 3).is_empty());
+        // Longest first, at most the limit.
+        let many = "We use Postgres 16 for the main database. I prefer tabs. \
+            Our staging box listens on port 8443 since the move. Done.";
+        assert_eq!(
+            statements(many, 2),
+            vec![
+                "Our staging box listens on port 8443 since the move.".to_owned(),
+                "We use Postgres 16 for the main database.".to_owned()
+            ]
+        );
+        assert!(statements(many, 0).is_empty());
     }
 
     #[test]
