@@ -2245,6 +2245,41 @@ fn transcript(history: &History, session: &Session) -> String {
 
 const MODES: [&str; 4] = ["fts", "vector", "hybrid", "hybrid/session"];
 
+/// Other rankings of hybrid search answered in-process on the same store after the service's
+/// (`MNEME_BENCH_SWEEP=1`), each reported as a mode of its own: to choose defaults on the
+/// development half. The figures in the last line are always the service's.
+fn sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
+    if std::env::var_os("MNEME_BENCH_SWEEP").is_none() {
+        return Vec::new();
+    }
+    let base = retrieval::search::Tuning::default();
+    let mut tunings: Vec<(String, retrieval::search::Tuning)> = [0.4, 0.6, 0.8, 1.0, 1.5]
+        .into_iter()
+        .map(|w| {
+            (
+                format!("sweep vec={w}"),
+                retrieval::search::Tuning {
+                    vector_weight: w,
+                    ..base
+                },
+            )
+        })
+        .collect();
+    tunings.push((
+        "sweep rrf k=60".to_owned(),
+        retrieval::search::Tuning {
+            fusion: retrieval::search::Fusion::Rrf { k: 60.0 },
+            vector_weight: 1.0,
+            ..base
+        },
+    ));
+    // The labels are keys of the tally for the whole run.
+    tunings
+        .into_iter()
+        .map(|(label, tuning)| (&*Box::leak(label.into_boxed_str()), tuning))
+        .collect()
+}
+
 /// Sums of one (half, mode, category).
 #[derive(Default, Clone, Copy)]
 struct Sums {
@@ -2317,14 +2352,21 @@ pub async fn histories() -> anyhow::Result<()> {
     let started = Instant::now();
     let mut tally = Tally::default();
     let mut questions_total = 0;
+    let sweep = sweep();
+    let modes: Vec<&'static str> = MODES
+        .iter()
+        .copied()
+        .chain(sweep.iter().map(|(label, _)| *label))
+        .collect();
     for index in 0..count {
         let history = generate(index);
         let half = index % 2;
         let took = Instant::now();
-        let report = run_history(&history, &mneme, &retrieval_args, &compressor_args).await?;
+        let report =
+            run_history(&history, &mneme, &retrieval_args, &compressor_args, &sweep).await?;
         questions_total += history.questions.len();
         for (q, question) in history.questions.iter().enumerate() {
-            for (m, &mode) in MODES.iter().enumerate() {
+            for (m, &mode) in modes.iter().enumerate() {
                 let (hits, ms) = &report[q][m];
                 tally.latency.entry((half, mode)).or_default().push(*ms);
                 let evidence: Vec<&str> = question
@@ -2390,7 +2432,7 @@ pub async fn histories() -> anyhow::Result<()> {
             "{:<15} {:<12} {:>4} {:>8} {:>9} {:>8}",
             "mode", "category", "n", "all@5", "all@10", "any@5"
         );
-        for mode in MODES {
+        for &mode in &modes {
             for category in 0..=5u8 {
                 let s = tally.get(half, mode, category);
                 if s.n == 0 {
@@ -2411,7 +2453,7 @@ pub async fn histories() -> anyhow::Result<()> {
                 );
             }
         }
-        for mode in MODES {
+        for &mode in &modes {
             let (above, n) = tally.order.get(&(half, mode)).copied().unwrap_or_default();
             let latency = sorted(
                 tally
@@ -2496,6 +2538,7 @@ async fn run_history(
     mneme: &Path,
     retrieval_args: &retrieval::RetrievalArgs,
     compressor_args: &compressor::CompressorArgs,
+    sweep: &[(&'static str, retrieval::search::Tuning)],
 ) -> anyhow::Result<Vec<Vec<(Vec<String>, f64)>>> {
     let bed = Bed::start(true).await?;
     let services = [
@@ -2515,7 +2558,7 @@ async fn run_history(
             bed.shutdown.clone(),
         )),
     ];
-    let result = ask_history(&bed, history, mneme).await;
+    let result = ask_history(&bed, history, mneme, retrieval_args, sweep).await;
     bed.stop().await;
     for service in services {
         let _ = service.await;
@@ -2527,6 +2570,8 @@ async fn ask_history(
     bed: &Bed,
     history: &History,
     mneme: &Path,
+    retrieval_args: &retrieval::RetrievalArgs,
+    sweep: &[(&'static str, retrieval::search::Tuning)],
 ) -> anyhow::Result<Vec<Vec<(Vec<String>, f64)>>> {
     let started = Instant::now();
     // Where Claude Code keeps a project's sessions: the cwd with '/' as '-'.
@@ -2602,6 +2647,43 @@ async fn ask_history(
             per_mode.push((sessions, ms));
         }
         answers.push(per_mode);
+    }
+    if !sweep.is_empty() {
+        let common = common::CommonArgs {
+            db: Some(store.path().to_owned()),
+            ..bed.common.clone()
+        };
+        let vectors = retrieval::open_vectors(&common, retrieval_args, store.pool())
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
+        retrieval::index::load_lexical(store.pool(), &lexical).await?;
+        for (question, per_mode) in history.questions.iter().zip(&mut answers) {
+            for (_, tuning) in sweep {
+                let searcher = retrieval::search::Searcher {
+                    pool: store.pool().clone(),
+                    vectors: Some(vectors.clone()),
+                    lexical: lexical.clone(),
+                    tuning: *tuning,
+                };
+                let request = proto::SearchRequest {
+                    query: question.text.clone(),
+                    project: project.clone(),
+                    limit: 50,
+                    as_of_ms: history.as_of_ms,
+                    ..Default::default()
+                };
+                let asked = Instant::now();
+                let (hits, _) = searcher.search(&request).await?;
+                let ms = asked.elapsed().as_secs_f64() * 1000.0;
+                let sessions = hits
+                    .into_iter()
+                    .map(|h| h.session_id)
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                per_mode.push((sessions, ms));
+            }
+        }
     }
     store.close().await;
     Ok(answers)
