@@ -1280,6 +1280,42 @@ fn long_item_with_a_late_fact() -> String {
 const LATE_FACT: &str = "Separately: the payment webhook retries every failed delivery with \
     exponential backoff, six attempts over two hours, before it gives up.";
 
+/// A fresh app embedding items in up to `pieces` pieces, holding one prompt for each of
+/// `others` and `text` as the prompt of session `session`, all embedded.
+async fn embedded_among(pieces: u16, cwd: &str, others: &[&str], session: &str, text: &str) -> App {
+    let mut app = App::bare();
+    app.start_services_core(retrieval::RetrievalArgs {
+        embed_chunks: pieces,
+        ..retrieval_args()
+    })
+    .await;
+    for (n, other) in others.iter().enumerate() {
+        let (output, _) = app.hook(&prompt(&format!("o{n}"), cwd, other));
+        assert!(output.status.success());
+    }
+    assert!(app.hook(&prompt(session, cwd, text)).0.status.success());
+    app.wait_indexed(others.len() as i64 + 1).await;
+    app
+}
+
+/// The session of the item vector search puts first for `question`, or "" when none.
+async fn nearest_session(app: &App, question: &str, cwd: &str) -> String {
+    let reply = search(
+        app,
+        SearchRequest {
+            mode: "vector".into(),
+            limit: 1,
+            ..query(question, cwd)
+        },
+    )
+    .await;
+    reply
+        .hits
+        .first()
+        .map(|h| h.session_id.clone())
+        .unwrap_or_default()
+}
+
 /// A preference said in passing, inside a message about something else, is found by a question
 /// about it: the person's statement is embedded on its own. Embedded as one piece with the rest
 /// of the message, as before, the same search misses it.
@@ -1296,31 +1332,16 @@ async fn a_preference_said_in_passing_is_found_by_meaning() {
         Keep the change small, the release branch is cut on Thursday.";
     let question = "which text editor am I using these days";
     let mut found = Vec::new();
+    // Near the question's subject, but nobody says what they use.
+    let others = [
+        "set up format on save in the editor config of the web app",
+        "the syntax highlighting of the docs site is broken for toml",
+        "add keyboard shortcuts to the dashboard",
+        "translate the onboarding screens into german",
+    ];
+    let cwd = "/work/statements";
     for pieces in [4, 1] {
-        let mut app = App::bare();
-        app.start_services_core(retrieval::RetrievalArgs {
-            embed_chunks: pieces,
-            ..retrieval_args()
-        })
-        .await;
-        let cwd = "/work/statements";
-        // Near the question's subject, but nobody says what they use.
-        let others = [
-            "set up format on save in the editor config of the web app",
-            "the syntax highlighting of the docs site is broken for toml",
-            "add keyboard shortcuts to the dashboard",
-            "translate the onboarding screens into german",
-        ];
-        for (n, other) in others.iter().enumerate() {
-            assert!(
-                app.hook(&prompt(&format!("o{n}"), cwd, other))
-                    .0
-                    .status
-                    .success()
-            );
-        }
-        assert!(app.hook(&prompt("said", cwd, text)).0.status.success());
-        app.wait_indexed(others.len() as i64 + 1).await;
+        let mut app = embedded_among(pieces, cwd, &others, "said", text).await;
         let statements: i64 = app
             .count("SELECT count(*) FROM embedding_cache WHERE text_hash LIKE '%@%'")
             .await;
@@ -1329,16 +1350,7 @@ async fn a_preference_said_in_passing_is_found_by_meaning() {
             pieces > 1,
             "statements cached: {statements}"
         );
-        let reply = search(
-            &app,
-            SearchRequest {
-                mode: "vector".into(),
-                limit: 1,
-                ..query(question, cwd)
-            },
-        )
-        .await;
-        found.push(reply.hits.first().is_some_and(|h| h.session_id == "said"));
+        found.push(nearest_session(&app, question, cwd).await == "said");
         app.stop_services().await;
     }
     assert_eq!(
@@ -1357,44 +1369,20 @@ async fn the_end_of_a_long_item_is_found_by_meaning() {
     // Shares no word with the late paragraph: only meaning connects them.
     let question = "how many times does the billing callback try again";
     let mut found = Vec::new();
+    let others = [
+        "rename the user settings endpoint",
+        "the build cache is invalidated on every commit",
+        "translate the onboarding screens into german",
+        "profile the search page, it feels slow",
+    ];
+    let cwd = "/work/pieces";
     for pieces in [4, 1] {
-        let mut app = App::bare();
-        app.start_services_core(retrieval::RetrievalArgs {
-            embed_chunks: pieces,
-            ..retrieval_args()
-        })
-        .await;
-        let cwd = "/work/pieces";
-        let others = [
-            "rename the user settings endpoint",
-            "the build cache is invalidated on every commit",
-            "translate the onboarding screens into german",
-            "profile the search page, it feels slow",
-        ];
-        for (n, other) in others.iter().enumerate() {
-            assert!(
-                app.hook(&prompt(&format!("o{n}"), cwd, other))
-                    .0
-                    .status
-                    .success()
-            );
-        }
-        assert!(app.hook(&prompt("long", cwd, &text)).0.status.success());
-        app.wait_indexed(others.len() as i64 + 1).await;
+        let mut app = embedded_among(pieces, cwd, &others, "long", &text).await;
         let pieces_held: i64 = app
             .count("SELECT count(*) FROM embedding_cache WHERE text_hash LIKE '%#%'")
             .await;
         assert_eq!(pieces_held > 0, pieces > 1, "pieces cached: {pieces_held}");
-        let reply = search(
-            &app,
-            SearchRequest {
-                mode: "vector".into(),
-                limit: 1,
-                ..query(question, cwd)
-            },
-        )
-        .await;
-        found.push(reply.hits.first().is_some_and(|h| h.session_id == "long"));
+        found.push(nearest_session(&app, question, cwd).await == "long");
         // Hybrid search finds it too, by meaning alone, while pieces are on.
         if pieces > 1 {
             let reply = search(
