@@ -67,7 +67,7 @@ impl EmbedRow {
         for (n, text) in more.into_iter().enumerate() {
             pieces.push((piece_key(&self.text_hash, n + 1), text));
         }
-        if matches!(self.kind.as_str(), "prompt" | "memory") {
+        if has_statements(&self.kind) {
             let room = (extra + 1).saturating_sub(pieces.len());
             for text in crate::index::statements(&self.text, room) {
                 let n = pieces.len();
@@ -138,6 +138,12 @@ pub fn table_name(model: &str) -> String {
 /// The cache key of piece `n` (from 1) of the item whose text hashes to `hash`.
 fn piece_key(hash: &str, n: usize) -> String {
     format!("{hash}#{n}")
+}
+
+/// Whether items of `kind` are what a person wrote (a prompt, a saved memory), whose
+/// first-person statements are embedded as pieces of their own.
+fn has_statements(kind: &str) -> bool {
+    matches!(kind, "prompt" | "memory")
 }
 
 /// The cache key of piece `n` when it is a statement of the item's rather than a window of
@@ -470,21 +476,23 @@ impl Vectors {
         best.into_iter().collect()
     }
 
-    /// The cosine of each item (by its id and `text_hash`) with `query` from the vectors
+    /// The cosine of each item (by its id, `text_hash` and kind) with `query` from the vectors
     /// cached for its pieces, its nearest piece's; items with nothing cached are left out.
     pub async fn cached_cosines(
         &self,
         pool: &SqlitePool,
         query: &[f32],
-        items: &[(i64, &str)],
+        items: &[(i64, &str, &str)],
     ) -> anyhow::Result<HashMap<i64, f32>> {
         // Items with the same text share their cached vectors.
         let mut keys: HashMap<String, Vec<i64>> = HashMap::new();
-        for (id, hash) in items {
+        for (id, hash, kind) in items {
             keys.entry((*hash).to_owned()).or_default().push(*id);
             for n in 1..=self.extra_pieces {
                 keys.entry(piece_key(hash, n)).or_default().push(*id);
-                keys.entry(statement_key(hash, n)).or_default().push(*id);
+                if has_statements(kind) {
+                    keys.entry(statement_key(hash, n)).or_default().push(*id);
+                }
             }
         }
         let wanted: Vec<&str> = keys.keys().map(String::as_str).collect();

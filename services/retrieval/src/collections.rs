@@ -307,7 +307,10 @@ pub async fn ask(
         && !rows.is_empty()
     {
         let query = vectors.embed_query(question).await?;
-        let items: Vec<(i64, &str)> = rows.iter().map(|r| (r.id, r.text_hash.as_str())).collect();
+        let items: Vec<(i64, &str, &str)> = rows
+            .iter()
+            .map(|r| (r.id, r.text_hash.as_str(), r.kind.as_str()))
+            .collect();
         cosines = vectors.cached_cosines(pool, &query, &items).await?;
     }
     let mut hits: Vec<SearchHit> = rows

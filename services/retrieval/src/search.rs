@@ -532,9 +532,9 @@ impl Searcher {
             let known: std::collections::HashSet<i64> = known.iter().map(|(id, _)| *id).collect();
             wanted.retain(|r| !known.contains(&r.id));
         }
-        let items: Vec<(i64, &str)> = wanted
+        let items: Vec<(i64, &str, &str)> = wanted
             .iter()
-            .map(|r| (r.id, r.text_hash.as_str()))
+            .map(|r| (r.id, r.text_hash.as_str(), r.kind.as_str()))
             .collect();
         for (id, cosine) in vectors.cached_cosines(&self.pool, query, &items).await? {
             evidence.entry(id).or_default().cosine = Some(cosine);

@@ -2658,14 +2658,17 @@ async fn ask_history(
             .map_err(|e| anyhow::anyhow!(e))?;
         let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
         retrieval::index::load_lexical(store.pool(), &lexical).await?;
+        let searchers: Vec<retrieval::search::Searcher> = sweep
+            .iter()
+            .map(|(_, tuning)| retrieval::search::Searcher {
+                pool: store.pool().clone(),
+                vectors: Some(vectors.clone()),
+                lexical: lexical.clone(),
+                tuning: *tuning,
+            })
+            .collect();
         for (question, per_mode) in history.questions.iter().zip(&mut answers) {
-            for (_, tuning) in sweep {
-                let searcher = retrieval::search::Searcher {
-                    pool: store.pool().clone(),
-                    vectors: Some(vectors.clone()),
-                    lexical: lexical.clone(),
-                    tuning: *tuning,
-                };
+            for searcher in &searchers {
                 let request = proto::SearchRequest {
                     query: question.text.clone(),
                     project: project.clone(),
