@@ -376,6 +376,11 @@ impl App {
         let mut child = Command::new(binary("mneme-hook"))
             .arg(host)
             .envs(self.env())
+            // Tests check what is injected, not how fast: on a loaded two-core CI machine the
+            // prompt's embedding can miss the hook's 400 ms default, and the hook then (rightly)
+            // prints nothing. The latency itself is measured by `mneme-bench`, and a test that
+            // needs the default passes it in `env`.
+            .env("MNEME_HOOK_CONTEXT_TIMEOUT_MS", "10000")
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env_remove("CURSOR_VERSION")
             .stdin(Stdio::piped())

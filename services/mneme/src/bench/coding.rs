@@ -253,7 +253,7 @@ pub async fn coding() -> anyhow::Result<()> {
     let bed = super::Bed::start(true).await?;
     let retrieval = tokio::spawn(retrieval::run(
         bed.common.clone(),
-        args,
+        args.clone(),
         bed.shutdown.clone(),
     ));
     let started = Instant::now();
@@ -279,7 +279,6 @@ pub async fn coding() -> anyhow::Result<()> {
     let mut latencies: HashMap<&str, Vec<f64>> = HashMap::new();
     let mut misses: Vec<String> = Vec::new();
     for q in &questions {
-        let sessions: BTreeSet<&String> = q.sessions().collect();
         for mode in MODES {
             let request = proto::SearchRequest {
                 query: q.question.clone(),
@@ -301,37 +300,56 @@ pub async fn coding() -> anyhow::Result<()> {
                 .push(asked.elapsed().as_secs_f64() * 1000.0);
             anyhow::ensure!(reply.error.is_empty(), "search failed: {}", reply.error);
             anyhow::ensure!(reply.mode == mode, "asked {mode}, ran {}", reply.mode);
-            let first_hit = reply.hits.iter().position(|h| {
-                stored
-                    .get(&h.id)
-                    .is_some_and(|item| q.evidence.iter().any(|e| item.text.contains(e.as_str())))
-            });
-            let mut seen: Vec<&str> = Vec::new();
-            for hit in &reply.hits {
-                if !seen.contains(&hit.session_id.as_str()) {
-                    seen.push(&hit.session_id);
-                }
-            }
-            let scores = Scores {
-                hit1: first_hit.is_some_and(|p| p < 1),
-                hit5: first_hit.is_some_and(|p| p < 5),
-                hit10: first_hit.is_some_and(|p| p < 10),
-                session5: seen
-                    .iter()
-                    .take(5)
-                    .any(|s| sessions.iter().any(|own| own.as_str() == *s)),
-            };
+            let scores = score(q, &stored, &reply.hits);
             if mode == "hybrid" && !scores.hit10 {
                 misses.push(format!("{} [{}] {}", q.id, q.category, q.question));
             }
             tally.add(&q.split, mode, &q.category, scores);
         }
     }
+    let sweep = super::fusion_sweep();
+    if !sweep.is_empty() {
+        let common = common::CommonArgs {
+            db: Some(store.path().to_owned()),
+            ..bed.common.clone()
+        };
+        let vectors = retrieval::open_vectors(&common, &args, store.pool())
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
+        retrieval::index::load_lexical(store.pool(), &lexical).await?;
+        for (label, tuning) in &sweep {
+            let searcher = retrieval::search::Searcher {
+                pool: store.pool().clone(),
+                vectors: Some(vectors.clone()),
+                lexical: lexical.clone(),
+                tuning: *tuning,
+            };
+            for q in &questions {
+                let request = proto::SearchRequest {
+                    query: q.question.clone(),
+                    limit: LIMIT,
+                    ..Default::default()
+                };
+                let asked = Instant::now();
+                let (hits, _) = searcher.search(&request).await?;
+                latencies
+                    .entry(label)
+                    .or_default()
+                    .push(asked.elapsed().as_secs_f64() * 1000.0);
+                tally.add(&q.split, label, &q.category, score(q, &stored, &hits));
+            }
+        }
+    }
+    let modes: Vec<&str> = MODES
+        .into_iter()
+        .chain(sweep.iter().map(|(label, _)| *label))
+        .collect();
     store.close().await;
     bed.stop().await;
     let _ = retrieval.await;
 
-    report(&questions, &tally, &latencies, &misses);
+    report(&questions, &modes, &tally, &latencies, &misses);
     println!(
         "run: {:.0}s from import to the last answer",
         started.elapsed().as_secs_f64()
@@ -346,6 +364,31 @@ pub async fn coding() -> anyhow::Result<()> {
         questions.len()
     );
     Ok(())
+}
+
+/// How one search did for `q`: where its first evidence item came, and whether one of its
+/// sessions is among the first five distinct sessions.
+fn score(q: &Question, stored: &HashMap<i64, StoredItem>, hits: &[proto::SearchHit]) -> Scores {
+    let first_hit = hits.iter().position(|h| {
+        stored
+            .get(&h.id)
+            .is_some_and(|item| q.evidence.iter().any(|e| item.text.contains(e.as_str())))
+    });
+    let mut seen: Vec<&str> = Vec::new();
+    for hit in hits {
+        if !seen.contains(&hit.session_id.as_str()) {
+            seen.push(&hit.session_id);
+        }
+    }
+    Scores {
+        hit1: first_hit.is_some_and(|p| p < 1),
+        hit5: first_hit.is_some_and(|p| p < 5),
+        hit10: first_hit.is_some_and(|p| p < 10),
+        session5: seen
+            .iter()
+            .take(5)
+            .any(|s| q.sessions().any(|own| own == s)),
+    }
 }
 
 /// Wait until ingest has stored every published event, retrieval has indexed every stored
@@ -405,6 +448,7 @@ fn fmt_pct(v: f64) -> String {
 
 fn report(
     questions: &[Question],
+    modes: &[&str],
     tally: &Tally,
     latencies: &HashMap<&str, Vec<f64>>,
     misses: &[String],
@@ -413,14 +457,14 @@ fn report(
     for half in HALVES {
         println!("\n{half} half (%, limit {LIMIT}, no project filter):");
         println!(
-            "{:<12} {:<8} {:>4} {:>6} {:>6} {:>7} {:>7}",
+            "{:<12} {:<14} {:>4} {:>6} {:>6} {:>7} {:>7}",
             "category", "mode", "n", "hit@1", "hit@5", "hit@10", "sess@5"
         );
         for category in std::iter::once("all").chain(categories.iter().copied()) {
-            for mode in MODES {
+            for &mode in modes {
                 let ([h1, h5, h10, s5], n) = tally.get(half, mode, category);
                 println!(
-                    "{category:<12} {mode:<8} {n:>4} {:>6} {:>6} {:>7} {:>7}",
+                    "{category:<12} {mode:<14} {n:>4} {:>6} {:>6} {:>7} {:>7}",
                     fmt_pct(h1),
                     fmt_pct(h5),
                     fmt_pct(h10),
@@ -429,11 +473,11 @@ fn report(
             }
         }
     }
-    println!("\nsearch latency through nats (ms):");
-    for mode in MODES {
+    println!("\nsearch latency (ms; through nats, the sweep's in-process):");
+    for &mode in modes {
         let values = sorted(latencies.get(mode).cloned().unwrap_or_default());
         println!(
-            "{mode:<8} p50={:.1} p95={:.1} max={:.1}",
+            "{mode:<14} p50={:.1} p95={:.1} max={:.1}",
             percentile(&values, 50.0),
             percentile(&values, 95.0),
             values.last().copied().unwrap_or(f64::NAN)

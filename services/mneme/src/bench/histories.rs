@@ -2245,41 +2245,6 @@ fn transcript(history: &History, session: &Session) -> String {
 
 const MODES: [&str; 4] = ["fts", "vector", "hybrid", "hybrid/session"];
 
-/// Other rankings of hybrid search answered in-process on the same store after the service's
-/// (`MNEME_BENCH_SWEEP=1`), each reported as a mode of its own: to choose defaults on the
-/// development half. The figures in the last line are always the service's.
-fn sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
-    if std::env::var_os("MNEME_BENCH_SWEEP").is_none() {
-        return Vec::new();
-    }
-    let base = retrieval::search::Tuning::default();
-    let mut tunings: Vec<(String, retrieval::search::Tuning)> = [0.4, 0.6, 0.8, 1.0, 1.5]
-        .into_iter()
-        .map(|w| {
-            (
-                format!("sweep vec={w}"),
-                retrieval::search::Tuning {
-                    vector_weight: w,
-                    ..base
-                },
-            )
-        })
-        .collect();
-    tunings.push((
-        "sweep rrf k=60".to_owned(),
-        retrieval::search::Tuning {
-            fusion: retrieval::search::Fusion::Rrf { k: 60.0 },
-            vector_weight: 1.0,
-            ..base
-        },
-    ));
-    // The labels are keys of the tally for the whole run.
-    tunings
-        .into_iter()
-        .map(|(label, tuning)| (&*Box::leak(label.into_boxed_str()), tuning))
-        .collect()
-}
-
 /// Sums of one (half, mode, category).
 #[derive(Default, Clone, Copy)]
 struct Sums {
@@ -2352,7 +2317,7 @@ pub async fn histories() -> anyhow::Result<()> {
     let started = Instant::now();
     let mut tally = Tally::default();
     let mut questions_total = 0;
-    let sweep = sweep();
+    let sweep = super::fusion_sweep();
     let modes: Vec<&'static str> = MODES
         .iter()
         .copied()

@@ -309,7 +309,9 @@ pub async fn locomo() -> anyhow::Result<()> {
             }
         }
         if let Some(sweep) = sweep.as_mut() {
-            sweep.run(&store, &args, &name, &questions, &dia).await?;
+            sweep
+                .run(&store, &args, &name, split_of(index), &questions, &dia)
+                .await?;
         }
         println!(
             "locomo {name}: {} turns, {} questions, {:.0}s so far",
@@ -437,20 +439,15 @@ impl Sweep {
                 ..base
             },
         );
-        add(
-            "score vec=0.4",
-            Tuning {
-                vector_weight: 0.4,
-                ..base
-            },
-        );
-        add(
-            "score vec=1",
-            Tuning {
-                vector_weight: 1.0,
-                ..base
-            },
-        );
+        for w in [0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0] {
+            add(
+                &format!("score vec={w}"),
+                Tuning {
+                    vector_weight: w,
+                    ..base
+                },
+            );
+        }
         add(
             "no propagation",
             Tuning {
@@ -507,6 +504,7 @@ impl Sweep {
         store: &store::Store,
         args: &retrieval::RetrievalArgs,
         name: &str,
+        half: &str,
         questions: &[Question],
         dia: &HashMap<i64, String>,
     ) -> anyhow::Result<()> {
@@ -538,22 +536,27 @@ impl Sweep {
                     .iter()
                     .filter_map(|h| dia.get(&h.id).cloned())
                     .collect();
-                self.recall.add(
-                    label,
-                    question.category,
+                let (r5, r10) = (
                     recall_at(&hits, &question.evidence, 5),
                     recall_at(&hits, &question.evidence, 10),
                 );
+                self.recall.add(label, question.category, r5, r10);
+                self.recall
+                    .add(&format!("{half}/{label}"), question.category, r5, r10);
             }
         }
         Ok(())
     }
 
     fn report(&self) {
-        println!("\nsweep (in-process, same stores):");
+        println!("\nsweep (in-process, same stores; dev | test | all):");
         for (label, _) in &self.tunings {
             let (r5, r10, n) = self.recall.get(label, 0);
-            println!("  {label:<40} n={n} R@5={r5:.1} R@10={r10:.1}");
+            let (d5, d10, _) = self.recall.get(&format!("dev/{label}"), 0);
+            let (t5, t10, _) = self.recall.get(&format!("test/{label}"), 0);
+            println!(
+                "  {label:<28} dev R@5={d5:.1} R@10={d10:.1} | test R@5={t5:.1} R@10={t10:.1} | all n={n} R@5={r5:.1} R@10={r10:.1}"
+            );
         }
     }
 }

@@ -172,6 +172,42 @@ impl Bed {
     }
 }
 
+/// Other fusions of hybrid search, answered in-process on the same store after the service's
+/// (`MNEME_BENCH_SWEEP=1`) by the `histories` and `coding` benches, each reported as a mode of
+/// its own: to choose defaults on the development halves. The figures in a bench's last line are
+/// always the service's.
+fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
+    if std::env::var_os("MNEME_BENCH_SWEEP").is_none() {
+        return Vec::new();
+    }
+    let base = retrieval::search::Tuning::default();
+    let mut tunings: Vec<(String, retrieval::search::Tuning)> = [0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0]
+        .into_iter()
+        .map(|w| {
+            (
+                format!("sweep vec={w}"),
+                retrieval::search::Tuning {
+                    vector_weight: w,
+                    ..base
+                },
+            )
+        })
+        .collect();
+    tunings.push((
+        "sweep rrf k=60".to_owned(),
+        retrieval::search::Tuning {
+            fusion: retrieval::search::Fusion::Rrf { k: 60.0 },
+            vector_weight: 1.0,
+            ..base
+        },
+    ));
+    // The labels are keys of the tally for the whole run.
+    tunings
+        .into_iter()
+        .map(|(label, tuning)| (&*Box::leak(label.into_boxed_str()), tuning))
+        .collect()
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
