@@ -328,6 +328,20 @@ impl Inspect {
     }
 
     /// The payload indexes of `collection`, by field.
+    /// The collection's vector settings, as Qdrant reports them.
+    async fn vectors_config(&self, collection: &str) -> String {
+        let params = self
+            .client
+            .collection_info(collection)
+            .await
+            .unwrap()
+            .result
+            .and_then(|info| info.config)
+            .and_then(|config| config.params)
+            .unwrap();
+        format!("{:?}", params.vectors_config)
+    }
+
     async fn payload_indexes(&self, collection: &str) -> BTreeMap<String, PayloadSchemaType> {
         let info = self
             .client
@@ -586,6 +600,10 @@ async fn one_collection_is_made_and_every_filter_is_searched_inside_qdrant() {
     .map(|(field, kind)| (field.to_owned(), kind))
     .collect();
     assert_eq!(indexes, want);
+    // By default the full vectors stay in memory with an eight-bit copy that searches scan.
+    let vectors = inspect.vectors_config(&collection).await;
+    assert!(vectors.contains("Scalar(ScalarQuantization"), "{vectors}");
+    assert!(!vectors.contains("on_disk: Some(true)"), "{vectors}");
 
     assert_found_by_meaning(&app, "/work/qmeaning").await;
     let fts = search(

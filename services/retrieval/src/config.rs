@@ -98,11 +98,17 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_QDRANT_WRITE_CONSISTENCY")]
     pub qdrant_write_consistency: Option<u32>,
 
-    /// Keep each new Qdrant collection's full vectors on disk and an eight-bit copy in memory
-    /// (searches re-score their best from disk): a quarter of the memory, for many millions
-    /// of items. Applies when a collection is created.
+    /// Keep each new Qdrant collection's full vectors on disk (with `MNEME_QDRANT_QUANTIZE`,
+    /// searches read only their best from disk): a quarter of the memory, for many millions of
+    /// items. Applies when a collection is created.
     #[arg(long, env = "MNEME_QDRANT_ON_DISK", default_value_t = false, action = clap::ArgAction::Set)]
     pub qdrant_on_disk: bool,
+
+    /// Keep an eight-bit copy of each new Qdrant collection's vectors in memory, which searches
+    /// scan before re-scoring twice the hits asked for with the full vectors. Applies when a
+    /// collection is created.
+    #[arg(long, env = "MNEME_QDRANT_QUANTIZE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub qdrant_quantize: bool,
 
     /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
     /// most about half the CPU for a backlog; 0 = as fast as possible).
@@ -159,6 +165,7 @@ impl Default for RetrievalArgs {
             qdrant_replicas: None,
             qdrant_write_consistency: None,
             qdrant_on_disk: false,
+            qdrant_quantize: true,
             embed_rest_ratio: 1.0,
             embed_chunks: 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
             static_vectors: true,
@@ -166,6 +173,19 @@ impl Default for RetrievalArgs {
             static_cache: None,
             context_tokens: 2_000,
             context_min_relevance: 0.5,
+        }
+    }
+}
+
+impl RetrievalArgs {
+    /// How a Qdrant collection mneme creates is laid out, from these settings.
+    pub fn qdrant_layout(&self) -> vector::qdrant::Layout {
+        vector::qdrant::Layout {
+            shards: self.qdrant_shards,
+            replicas: self.qdrant_replicas,
+            write_consistency: self.qdrant_write_consistency,
+            on_disk: self.qdrant_on_disk,
+            quantize: self.qdrant_quantize,
         }
     }
 }
@@ -233,12 +253,7 @@ pub async fn open_vectors(
         }
         "sqlite" | "sqlite-vec" => Arc::new(vector::SqliteVec::without_memory(pool.clone())),
         "qdrant" => {
-            let layout = vector::qdrant::Layout {
-                shards: args.qdrant_shards,
-                replicas: args.qdrant_replicas,
-                write_consistency: args.qdrant_write_consistency,
-                on_disk: args.qdrant_on_disk,
-            };
+            let layout = args.qdrant_layout();
             let qdrant = vector::qdrant::Qdrant::connect(
                 &args.qdrant_url,
                 args.qdrant_api_key.clone(),

@@ -33,7 +33,8 @@ pub enum Fusion {
 }
 
 /// The knobs of ranking. The defaults were chosen on LoCoMo conversations 0–2 and checked on
-/// 3–9 (see `mneme-bench locomo` and the README).
+/// 3–9 (see `mneme-bench locomo` and docs/evaluation.md, which also has the fusion weight swept
+/// on the `histories` and `coding` benches' development halves).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tuning {
     pub fusion: Fusion,
@@ -83,6 +84,12 @@ impl Default for Tuning {
         Tuning {
             fusion: Fusion::Score,
             fts_weight: 1.0,
+            // Chosen on LoCoMo when the vector half was weak. A weight of 1.5 does better on the
+            // development halves of all three benchmarks (docs/evaluation.md), but min-max
+            // scaling of the cosines stretches the tiny differences between near-identical items
+            // over the whole range, and at that weight they outweigh a named time window and a
+            // rare word only full text matches (a folder's name, the word of an error message);
+            // the weight moves with a scaling that does not stretch noise.
             vector_weight: 0.2,
             columns: [1.0, 1.0, 0.4, 0.2, 1.0],
             depth: 10,

@@ -439,7 +439,7 @@ impl Sweep {
                 ..base
             },
         );
-        for w in [0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0] {
+        for w in [0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0] {
             add(
                 &format!("score vec={w}"),
                 Tuning {

@@ -401,6 +401,15 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
             args.qdrant_url = url;
         }
         args.qdrant_api_key = std::env::var("MNEME_QDRANT_API_KEY").ok();
+        // The layout of the collections the bench creates, as retrieval reads it.
+        let flag = |name: &str, default: bool| match std::env::var(name).as_deref() {
+            Ok("true" | "1") => Ok(true),
+            Ok("false" | "0") => Ok(false),
+            Ok(other) => Err(anyhow::anyhow!("{name}={other:?}: expected true or false")),
+            Err(_) => Ok(default),
+        };
+        args.qdrant_on_disk = flag("MNEME_QDRANT_ON_DISK", args.qdrant_on_disk)?;
+        args.qdrant_quantize = flag("MNEME_QDRANT_QUANTIZE", args.qdrant_quantize)?;
     }
     let queries: usize = std::env::var("MNEME_BENCH_QUERIES")
         .ok()
@@ -442,8 +451,8 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
 
 /// Nearest-neighbour search in a Qdrant collection of each size, filled directly with the
 /// bench's synthetic vectors (perturbed copies of real ones) through retrieval's own Qdrant
-/// index, vectors on disk with an eight-bit copy in memory (`MNEME_QDRANT_ON_DISK`), as a
-/// collection of many millions would be configured. Timed once the collection is indexed:
+/// index, laid out as retrieval would (`MNEME_QDRANT_ON_DISK`, `MNEME_QDRANT_QUANTIZE`; a
+/// collection of many millions would set both). Timed once the collection is indexed:
 /// the query embedding, and the search plain and filtered (project, kind, time), `k` 50 as a
 /// hybrid search of ten asks.
 async fn vectors_only(
@@ -464,11 +473,12 @@ async fn vectors_only(
         args.qdrant_api_key.clone(),
         Duration::from_secs(120),
     )?
-    .with_layout(retrieval::vector::qdrant::Layout {
-        on_disk: true,
-        ..Default::default()
-    })?;
-    let mut line = vec!["index=qdrant vectors_only=1".to_owned()];
+    .with_layout(args.qdrant_layout())?;
+    let mut line = vec![format!(
+        "index=qdrant vectors_only=1 on_disk={} quantize={}",
+        u8::from(args.qdrant_on_disk),
+        u8::from(args.qdrant_quantize)
+    )];
     for &size in &options.sizes {
         let space = Space {
             model: "mneme-bench-synthetic".to_owned(),

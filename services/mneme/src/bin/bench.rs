@@ -181,18 +181,19 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         return Vec::new();
     }
     let base = retrieval::search::Tuning::default();
-    let mut tunings: Vec<(String, retrieval::search::Tuning)> = [0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0]
-        .into_iter()
-        .map(|w| {
-            (
-                format!("sweep vec={w}"),
-                retrieval::search::Tuning {
-                    vector_weight: w,
-                    ..base
-                },
-            )
-        })
-        .collect();
+    let mut tunings: Vec<(String, retrieval::search::Tuning)> =
+        [0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0]
+            .into_iter()
+            .map(|w| {
+                (
+                    format!("sweep vec={w}"),
+                    retrieval::search::Tuning {
+                        vector_weight: w,
+                        ..base
+                    },
+                )
+            })
+            .collect();
     tunings.push((
         "sweep rrf k=60".to_owned(),
         retrieval::search::Tuning {
