@@ -77,6 +77,9 @@ pub struct Tuning {
     pub update_margin: f64,
     /// A session's score, grouped: its best hits' scores weighed by these, in order.
     pub session_weights: [f64; 3],
+    /// Score fusion scales the candidates' cosines by their range, but by at least this much,
+    /// so near-identical items (whose cosines differ by noise) are not stretched apart.
+    pub cosine_min_range: f64,
 }
 
 impl Default for Tuning {
@@ -110,6 +113,7 @@ impl Default for Tuning {
             session_decay: 1.0,
             update_margin: 0.1,
             session_weights: [1.0, 0.5, 0.25],
+            cosine_min_range: 0.0,
         }
     }
 }
@@ -581,7 +585,8 @@ fn score(
     let mut fused: HashMap<i64, f64> = match tuning.fusion {
         Fusion::Score => {
             // BM25 relative to the best match (an item that does not match scores 0, as every
-            // unmatched item would); cosine min-max over the candidates.
+            // unmatched item would); cosine min-max over the candidates, over a range of at
+            // least `cosine_min_range`.
             let best_bm25 = rows.iter().map(|r| get(r.id).bm25).fold(0.0, f64::max);
             // An item the model has not reached yet has a static cosine instead, calibrated to
             // the model's scale, so both kinds share one range.
@@ -591,6 +596,7 @@ fn score(
                 .collect();
             let lo = cosines.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = cosines.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let range = (hi - lo).max(tuning.cosine_min_range);
             rows.iter()
                 .map(|r| {
                     let e = get(r.id);
@@ -603,7 +609,9 @@ fn score(
                         // In vector mode the cosine itself ranks, so a lone candidate still
                         // scores.
                         Some(c) if mode == "vector" => c,
-                        Some(c) if hi > lo => (c - lo) / (hi - lo),
+                        // The best cosine scores 1, and the rest fall below it by their
+                        // distance from it over the range (min-max when the range is wide).
+                        Some(c) if range > 0.0 => 1.0 + (c - hi) / range,
                         Some(c) if c > 0.0 => 1.0,
                         _ => 0.0,
                     };

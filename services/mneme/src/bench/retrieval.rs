@@ -409,8 +409,23 @@ struct Sweep {
 
 impl Sweep {
     fn from_env() -> Option<Sweep> {
-        if std::env::var("MNEME_BENCH_SWEEP").is_err() {
-            return None;
+        // `MNEME_BENCH_SWEEP=ablations`: each of the ranking's parts taken away in turn, and
+        // the fusions tried before; otherwise the fusion sweep the other benches run too.
+        match std::env::var("MNEME_BENCH_SWEEP").as_deref() {
+            Err(_) => return None,
+            Ok("ablations") => {}
+            Ok(_) => {
+                let mut tunings = vec![("default".to_owned(), Tuning::default())];
+                tunings.extend(
+                    super::fusion_sweep()
+                        .into_iter()
+                        .map(|(label, tuning)| (label.to_owned(), tuning)),
+                );
+                return Some(Sweep {
+                    tunings,
+                    recall: Recall::default(),
+                });
+            }
         }
         use retrieval::search::Fusion;
         let base = Tuning::default();

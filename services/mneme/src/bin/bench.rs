@@ -173,27 +173,28 @@ impl Bed {
 }
 
 /// Other fusions of hybrid search, answered in-process on the same store after the service's
-/// (`MNEME_BENCH_SWEEP=1`) by the `histories` and `coding` benches, each reported as a mode of
-/// its own: to choose defaults on the development halves. The figures in a bench's last line are
+/// (`MNEME_BENCH_SWEEP=1`) by the `locomo`, `histories` and `coding` benches, each reported as
+/// a mode of its own: to choose defaults on the development halves. The figures in a bench's last line are
 /// always the service's.
 fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
     if std::env::var_os("MNEME_BENCH_SWEEP").is_none() {
         return Vec::new();
     }
     let base = retrieval::search::Tuning::default();
-    let mut tunings: Vec<(String, retrieval::search::Tuning)> =
-        [0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0]
-            .into_iter()
-            .map(|w| {
-                (
-                    format!("sweep vec={w}"),
-                    retrieval::search::Tuning {
-                        vector_weight: w,
-                        ..base
-                    },
-                )
-            })
-            .collect();
+    // The vector weight, and the least range the cosines are scaled over (0: min-max).
+    let mut tunings: Vec<(String, retrieval::search::Tuning)> = Vec::new();
+    for w in [0.2, 0.4, 0.6, 1.0, 1.5] {
+        for r in [0.0, 0.1, 0.2, 0.3] {
+            tunings.push((
+                format!("sweep vec={w} range={r}"),
+                retrieval::search::Tuning {
+                    vector_weight: w,
+                    cosine_min_range: r,
+                    ..base
+                },
+            ));
+        }
+    }
     tunings.push((
         "sweep rrf k=60".to_owned(),
         retrieval::search::Tuning {
