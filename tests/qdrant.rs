@@ -327,7 +327,6 @@ impl Inspect {
         }
     }
 
-    /// The payload indexes of `collection`, by field.
     /// The collection's vector settings, as Qdrant reports them.
     async fn vectors_config(&self, collection: &str) -> String {
         let params = self
@@ -342,6 +341,7 @@ impl Inspect {
         format!("{:?}", params.vectors_config)
     }
 
+    /// The payload indexes of `collection`, by field.
     async fn payload_indexes(&self, collection: &str) -> BTreeMap<String, PayloadSchemaType> {
         let info = self
             .client
