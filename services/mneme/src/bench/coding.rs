@@ -309,22 +309,14 @@ pub async fn coding() -> anyhow::Result<()> {
     }
     let sweep = super::fusion_sweep();
     if !sweep.is_empty() {
-        let common = common::CommonArgs {
-            db: Some(store.path().to_owned()),
-            ..bed.common.clone()
-        };
-        let vectors = retrieval::open_vectors(&common, &args, store.pool())
-            .await
-            .map_err(|e| anyhow::anyhow!(e))?;
-        let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
-        retrieval::index::load_lexical(store.pool(), &lexical).await?;
-        for (label, tuning) in &sweep {
-            let searcher = retrieval::search::Searcher {
-                pool: store.pool().clone(),
-                vectors: Some(vectors.clone()),
-                lexical: lexical.clone(),
-                tuning: *tuning,
-            };
+        let searchers = super::sweep_searchers(
+            &bed.common,
+            &args,
+            &store,
+            sweep.iter().map(|(_, tuning)| *tuning),
+        )
+        .await?;
+        for ((label, _), searcher) in sweep.iter().zip(&searchers) {
             for q in &questions {
                 let request = proto::SearchRequest {
                     query: q.question.clone(),

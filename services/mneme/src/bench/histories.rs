@@ -2614,24 +2614,13 @@ async fn ask_history(
         answers.push(per_mode);
     }
     if !sweep.is_empty() {
-        let common = common::CommonArgs {
-            db: Some(store.path().to_owned()),
-            ..bed.common.clone()
-        };
-        let vectors = retrieval::open_vectors(&common, retrieval_args, store.pool())
-            .await
-            .map_err(|e| anyhow::anyhow!(e))?;
-        let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
-        retrieval::index::load_lexical(store.pool(), &lexical).await?;
-        let searchers: Vec<retrieval::search::Searcher> = sweep
-            .iter()
-            .map(|(_, tuning)| retrieval::search::Searcher {
-                pool: store.pool().clone(),
-                vectors: Some(vectors.clone()),
-                lexical: lexical.clone(),
-                tuning: *tuning,
-            })
-            .collect();
+        let searchers = super::sweep_searchers(
+            &bed.common,
+            retrieval_args,
+            &store,
+            sweep.iter().map(|(_, tuning)| *tuning),
+        )
+        .await?;
         for (question, per_mode) in history.questions.iter().zip(&mut answers) {
             for searcher in &searchers {
                 let request = proto::SearchRequest {

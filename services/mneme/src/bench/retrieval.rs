@@ -5,11 +5,10 @@
 use super::{Bed, publish};
 use anyhow::Context as _;
 use proto::Message as _;
-use retrieval::search::{Searcher, Tuning};
+use retrieval::search::Tuning;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The LoCoMo conversations beside the repository (or in `MNEME_LOCOMO`).
@@ -409,40 +408,27 @@ struct Sweep {
 
 impl Sweep {
     fn from_env() -> Option<Sweep> {
-        // `MNEME_BENCH_SWEEP=ablations`: each of the ranking's parts taken away in turn, and
-        // the fusions tried before; otherwise the fusion sweep the other benches run too.
-        match std::env::var("MNEME_BENCH_SWEEP").as_deref() {
-            Err(_) => return None,
-            Ok("ablations") => {}
-            Ok(_) => {
-                let mut tunings = vec![("default".to_owned(), Tuning::default())];
-                tunings.extend(
-                    super::fusion_sweep()
-                        .into_iter()
-                        .map(|(label, tuning)| (label.to_owned(), tuning)),
-                );
-                return Some(Sweep {
-                    tunings,
-                    recall: Recall::default(),
-                });
-            }
-        }
-        use retrieval::search::Fusion;
+        // `MNEME_BENCH_SWEEP=ablations` adds each of the ranking's parts taken away in turn to
+        // the fusion sweep the other benches run too.
+        let mode = std::env::var("MNEME_BENCH_SWEEP").ok()?;
         let base = Tuning::default();
         let mut tunings = vec![("default".to_owned(), base)];
-        let mut add = |label: &str, tuning: Tuning| tunings.push((label.to_owned(), tuning));
-        add(
-            "rrf k=60 equal",
-            Tuning {
-                fusion: Fusion::Rrf { k: 60.0 },
-                vector_weight: 1.0,
-                ..base
-            },
+        tunings.extend(
+            super::fusion_sweep()
+                .into_iter()
+                .map(|(label, tuning)| (label.to_owned(), tuning)),
         );
+        if mode != "ablations" {
+            return Some(Sweep {
+                tunings,
+                recall: Recall::default(),
+            });
+        }
+        let mut add = |label: &str, tuning: Tuning| tunings.push((label.to_owned(), tuning));
         add(
             "rrf k=60 vec=0.3",
             Tuning {
-                fusion: Fusion::Rrf { k: 60.0 },
+                fusion: retrieval::search::Fusion::Rrf { k: 60.0 },
                 vector_weight: 0.3,
                 ..base
             },
@@ -454,15 +440,6 @@ impl Sweep {
                 ..base
             },
         );
-        for w in [0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0] {
-            add(
-                &format!("score vec={w}"),
-                Tuning {
-                    vector_weight: w,
-                    ..base
-                },
-            );
-        }
         add(
             "no propagation",
             Tuning {
@@ -523,22 +500,14 @@ impl Sweep {
         questions: &[Question],
         dia: &HashMap<i64, String>,
     ) -> anyhow::Result<()> {
-        let common = common::CommonArgs {
-            db: Some(store.path().to_owned()),
-            ..common::CommonArgs::from_env()
-        };
-        let vectors = retrieval::open_vectors(&common, args, store.pool())
-            .await
-            .map_err(|e| anyhow::anyhow!(e))?;
-        let lexical = Arc::new(retrieval::lexical::Lexical::new());
-        retrieval::index::load_lexical(store.pool(), &lexical).await?;
-        for (label, tuning) in &self.tunings {
-            let searcher = Searcher {
-                pool: store.pool().clone(),
-                vectors: Some(vectors.clone()),
-                lexical: lexical.clone(),
-                tuning: *tuning,
-            };
+        let searchers = super::sweep_searchers(
+            &common::CommonArgs::from_env(),
+            args,
+            store,
+            self.tunings.iter().map(|(_, tuning)| *tuning),
+        )
+        .await?;
+        for ((label, _), searcher) in self.tunings.iter().zip(&searchers) {
             for question in questions {
                 let request = proto::SearchRequest {
                     query: question.text.clone(),

@@ -174,8 +174,8 @@ impl Bed {
 
 /// Other fusions of hybrid search, answered in-process on the same store after the service's
 /// (`MNEME_BENCH_SWEEP=1`) by the `locomo`, `histories` and `coding` benches, each reported as
-/// a mode of its own: to choose defaults on the development halves. The figures in a bench's last line are
-/// always the service's.
+/// a mode of its own: to choose defaults on the development halves. The figures in a bench's
+/// last line are always the service's.
 fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
     if std::env::var_os("MNEME_BENCH_SWEEP").is_none() {
         return Vec::new();
@@ -208,6 +208,35 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         .into_iter()
         .map(|(label, tuning)| (&*Box::leak(label.into_boxed_str()), tuning))
         .collect()
+}
+
+/// One in-process searcher per tuning over a bench's `store`, sharing its vector space and one
+/// full-text copy loaded once: how the sweeps score other tunings on the stores the service
+/// filled.
+async fn sweep_searchers(
+    common: &common::CommonArgs,
+    args: &retrieval::RetrievalArgs,
+    store: &store::Store,
+    tunings: impl IntoIterator<Item = retrieval::search::Tuning>,
+) -> anyhow::Result<Vec<retrieval::search::Searcher>> {
+    let common = common::CommonArgs {
+        db: Some(store.path().to_owned()),
+        ..common.clone()
+    };
+    let vectors = retrieval::open_vectors(&common, args, store.pool())
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
+    retrieval::index::load_lexical(store.pool(), &lexical).await?;
+    Ok(tunings
+        .into_iter()
+        .map(|tuning| retrieval::search::Searcher {
+            pool: store.pool().clone(),
+            vectors: Some(vectors.clone()),
+            lexical: lexical.clone(),
+            tuning,
+        })
+        .collect())
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
