@@ -461,19 +461,20 @@ impl Vectors {
             .collect())
     }
 
-    /// The cosine of each of `items` with `query` (its nearest piece's) as the index's
-    /// in-memory copy knows it; items it does not hold are left out.
-    pub fn cosines(&self, query: &[f32], items: &[i64]) -> Vec<(i64, f32)> {
+    /// The cosine of each of `items` with `query` (its nearest piece's) as the index can tell
+    /// without the caller reading vectors (from its in-memory copy, or scored on Qdrant's
+    /// server); items it cannot score are left out.
+    pub async fn cosines(&self, query: &[f32], items: &[i64]) -> anyhow::Result<Vec<(i64, f32)>> {
         let points: Vec<i64> = items
             .iter()
             .flat_map(|&item| (0..=self.extra_pieces).map(move |n| vector::point_id(item, n)))
             .collect();
         let mut best: HashMap<i64, f32> = HashMap::new();
-        for (point, cosine) in self.index.cosines(&self.space, query, &points) {
+        for (point, cosine) in self.index.cosines(&self.space, query, &points).await? {
             let e = best.entry(vector::item_of(point)).or_insert(cosine);
             *e = e.max(cosine);
         }
-        best.into_iter().collect()
+        Ok(best.into_iter().collect())
     }
 
     /// The cosine of each item (by its id, `text_hash` and kind) with `query` from the vectors

@@ -322,6 +322,42 @@ impl Lexical {
     }
 }
 
+impl Lexical {
+    /// The live items holding a word of `words` that at most `max_items` live items hold: a
+    /// rare word (a folder's name, an error's) names what the asker wants more surely than any
+    /// likeness of meaning. Empty when the copy is not loaded or `max_items` is 0.
+    pub fn rare_holders(&self, words: &[String], max_items: u64) -> HashSet<i64> {
+        let mut holders = HashSet::new();
+        if max_items == 0 || !self.is_ready() {
+            return holders;
+        }
+        let index = self.index.read().unwrap_or_else(|e| e.into_inner());
+        for word in words {
+            let mut tokens = Vec::new();
+            tokenize(word, |t| tokens.push(t.to_owned()));
+            for token in tokens {
+                let Some(&term) = index.terms.get(token.as_str()) else {
+                    continue;
+                };
+                let list = &index.lists[term as usize];
+                if index.live_postings(list) > max_items {
+                    continue;
+                }
+                let mut cursor = Cursor::new(list);
+                cursor.next();
+                while cursor.slot != END {
+                    let doc = &index.docs[cursor.slot as usize];
+                    if doc.live {
+                        holders.insert(doc.id);
+                    }
+                    cursor.next();
+                }
+            }
+        }
+        holders
+    }
+}
+
 /// One query term's BM25 part for an item of `length` tokens holding it `counts` times in each
 /// column: the one expression every score and every bound is computed with.
 fn part(
@@ -1013,6 +1049,38 @@ mod tests {
                 String::new(),
             ],
         }
+    }
+
+    #[test]
+    fn rare_holders_are_the_items_of_the_words_few_items_hold() {
+        let lexical = Lexical::new();
+        lexical.add(&[
+            doc(1, "/a", "the websocket reconnect test is flaky"),
+            doc(2, "/a", "websocket handshake"),
+            doc(3, "/b", "websocket again"),
+            doc(4, "/b", "the kestrel folder"),
+        ]);
+        let words = [
+            "websocket".to_owned(),
+            "kestrel".to_owned(),
+            "nowhere".to_owned(),
+        ];
+        assert!(
+            lexical.rare_holders(&words, 2).is_empty(),
+            "not before it is loaded"
+        );
+        lexical.set_ready();
+        let ids = |max: u64| {
+            let mut ids: Vec<i64> = lexical.rare_holders(&words, max).into_iter().collect();
+            ids.sort_unstable();
+            ids
+        };
+        // Three items hold "websocket": rare only when three are few enough.
+        assert_eq!(ids(2), vec![4]);
+        assert_eq!(ids(3), vec![1, 2, 3, 4]);
+        assert!(ids(0).is_empty(), "0 turns it off");
+        lexical.remove(&[4]);
+        assert!(ids(2).is_empty(), "a removed item is no holder");
     }
 
     #[test]

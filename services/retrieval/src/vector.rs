@@ -90,10 +90,16 @@ pub trait VectorIndex: Send + Sync {
     fn delete<'a>(&'a self, space: &'a Space, ids: &'a [i64]) -> BoxFuture<'a, anyhow::Result<()>>;
     /// Drop a space entirely (after a model change has re-indexed into another one).
     fn drop_space<'a>(&'a self, space: &'a Space) -> BoxFuture<'a, anyhow::Result<()>>;
-    /// Cosine similarity of `query` with the stored vectors of `ids`, for those this index
-    /// holds in memory (none by default): the caller reads the others from the embedding cache.
-    fn cosines(&self, _space: &Space, _query: &[f32], _ids: &[i64]) -> Vec<(i64, f32)> {
-        Vec::new()
+    /// Cosine similarity of `query` with the stored vectors of `ids`, for those this index can
+    /// score without the caller reading them (none by default): the caller reads the others
+    /// from the embedding cache.
+    fn cosines<'a>(
+        &'a self,
+        _space: &'a Space,
+        _query: &'a [f32],
+        _ids: &'a [i64],
+    ) -> BoxFuture<'a, anyhow::Result<Vec<(i64, f32)>>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
     /// Wait until searches of `space` run at full speed (an index that loads a copy into
     /// memory answers, more slowly, before that).
@@ -336,14 +342,21 @@ impl VectorIndex for SqliteVec {
         })
     }
 
-    fn cosines(&self, space: &Space, query: &[f32], ids: &[i64]) -> Vec<(i64, f32)> {
-        let Some(mirror) = self.mirror(space) else {
-            return Vec::new();
+    fn cosines<'a>(
+        &'a self,
+        space: &'a Space,
+        query: &'a [f32],
+        ids: &'a [i64],
+    ) -> BoxFuture<'a, anyhow::Result<Vec<(i64, f32)>>> {
+        // Only the in-memory copy answers: reading `vec0` rows is what the cache read does.
+        let known = match self.mirror(space) {
+            Some(mirror) => match &*mirror.state.read().unwrap_or_else(|e| e.into_inner()) {
+                MirrorState::Ready(flat) => flat.cosines(query, ids),
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
         };
-        match &*mirror.state.read().unwrap_or_else(|e| e.into_inner()) {
-            MirrorState::Ready(flat) => flat.cosines(query, ids),
-            _ => Vec::new(),
-        }
+        Box::pin(async move { Ok(known) })
     }
 
     fn knn<'a>(
@@ -486,8 +499,13 @@ pub(crate) mod tests {
             dim: 3,
             table: "vec_test".into(),
         };
-        round_trip(&index, &space).await;
-        round_trip(&SqliteVec::without_memory(store.pool().clone()), &space).await;
+        round_trip(&index, &space, false).await;
+        round_trip(
+            &SqliteVec::without_memory(store.pool().clone()),
+            &space,
+            false,
+        )
+        .await;
     }
 
     #[tokio::test]
@@ -577,8 +595,9 @@ pub(crate) mod tests {
     }
 
     /// The behaviour every backend must show: idempotent creation, cosine order, filters inside
-    /// the search, replacing upserts, deletes and drops. The Qdrant test runs it too.
-    pub(crate) async fn round_trip(index: &dyn VectorIndex, space: &Space) {
+    /// the search, replacing upserts, deletes and drops, and scoring given points when the index
+    /// `scores` them (or says it does by answering). The Qdrant test runs it too.
+    pub(crate) async fn round_trip(index: &dyn VectorIndex, space: &Space, scores: bool) {
         let space = space.clone();
         index.ensure(&space).await.unwrap();
         index.ensure(&space).await.unwrap();
@@ -609,6 +628,16 @@ pub(crate) mod tests {
         assert_eq!(all.iter().map(|h| h.0).collect::<Vec<_>>(), [1, 2, 3]);
         assert!((all[0].1 - 1.0).abs() < 1e-5, "{all:?}");
         assert!(all[2].1.abs() < 1e-5, "{all:?}");
+        // Given points are scored as the search scores them, and an id the index does not hold
+        // is left out.
+        let mut scored = index.cosines(&space, &query, &[3, 1, 99, 2]).await.unwrap();
+        if scores || !scored.is_empty() {
+            scored.sort_by_key(|h| h.0);
+            assert_eq!(scored.iter().map(|h| h.0).collect::<Vec<_>>(), [1, 2, 3]);
+            for (got, want) in scored.iter().zip([all[0], all[1], all[2]]) {
+                assert!((got.1 - want.1).abs() < 0.02, "{scored:?} against {all:?}");
+            }
+        }
         let filtered = index
             .knn(
                 &space,
