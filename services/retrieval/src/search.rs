@@ -944,11 +944,9 @@ mod tests {
         hits.iter().map(|h| h.id).collect()
     }
 
-    #[test]
-    fn near_identical_items_are_not_stretched_apart_by_their_cosines() {
-        // Three notes told the same way, in sessions of their own, matched alike by full text;
-        // the model's cosines differ by noise.
-        let rows: Vec<Row> = (1..=3)
+    /// Candidates 1 to `n`, each alone in a session of its own.
+    fn lone_rows(n: i64) -> Vec<Row> {
+        (1..=n)
             .map(|id| Row {
                 id,
                 session_id: format!("s{id}"),
@@ -961,7 +959,14 @@ mod tests {
                 seq: 0,
                 occurred_at: 0,
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn near_identical_items_are_not_stretched_apart_by_their_cosines() {
+        // Three notes told the same way, in sessions of their own, matched alike by full text;
+        // the model's cosines differ by noise.
+        let rows = lone_rows(3);
         let evidence: HashMap<i64, Evidence> = [(1, 0.80), (2, 0.81), (3, 0.82)]
             .into_iter()
             .map(|(id, cosine)| {
@@ -1006,20 +1011,7 @@ mod tests {
     fn an_item_holding_a_rare_query_word_keeps_its_place_against_a_strong_vector_half() {
         // Item 1 holds the query's rare word (the best full-text match) but reads unlike the
         // query; item 2 only shares its topic, and the model likes it best.
-        let rows: Vec<Row> = (1..=2)
-            .map(|id| Row {
-                id,
-                session_id: format!("s{id}"),
-                project: "p".to_owned(),
-                kind: "prompt".to_owned(),
-                author: String::new(),
-                title: String::new(),
-                text: String::new(),
-                text_hash: String::new(),
-                seq: 0,
-                occurred_at: 0,
-            })
-            .collect();
+        let rows = lone_rows(2);
         let evidence = |rare: bool| -> HashMap<i64, Evidence> {
             [(1, 9.0, 0.30), (2, 3.0, 0.70)]
                 .into_iter()

@@ -268,6 +268,19 @@ fn point_id(id: i64) -> PointId {
     PointId::from(id as u64)
 }
 
+/// A query's hits as (item id, cosine): Qdrant returns them best first, and for cosine the
+/// score is the similarity itself.
+fn scored(response: qdrant_client::qdrant::QueryResponse) -> anyhow::Result<Vec<(i64, f32)>> {
+    response
+        .result
+        .into_iter()
+        .map(|hit| match hit.id.and_then(|id| id.point_id_options) {
+            Some(PointIdOptions::Num(id)) => Ok((id as i64, hit.score)),
+            other => bail!("qdrant returned a point without a numeric id: {other:?}"),
+        })
+        .collect()
+}
+
 fn to_point(point: &Point) -> PointStruct {
     let mut payload = qdrant_client::Payload::new();
     payload.insert("project", point.project.as_str());
@@ -388,15 +401,7 @@ impl VectorIndex for Qdrant {
                 .query(request)
                 .await
                 .with_context(|| format!("searching qdrant collection {collection}"))?;
-            // Qdrant returns hits best first, and for cosine the score is the similarity itself.
-            response
-                .result
-                .into_iter()
-                .map(|hit| match hit.id.and_then(|id| id.point_id_options) {
-                    Some(PointIdOptions::Num(id)) => Ok((id as i64, hit.score)),
-                    other => bail!("qdrant returned a point without a numeric id: {other:?}"),
-                })
-                .collect()
+            scored(response)
         })
     }
 
@@ -432,14 +437,7 @@ impl VectorIndex for Qdrant {
                 .query(request)
                 .await
                 .with_context(|| format!("scoring points of qdrant collection {collection}"))?;
-            response
-                .result
-                .into_iter()
-                .map(|hit| match hit.id.and_then(|id| id.point_id_options) {
-                    Some(PointIdOptions::Num(id)) => Ok((id as i64, hit.score)),
-                    other => bail!("qdrant returned a point without a numeric id: {other:?}"),
-                })
-                .collect()
+            scored(response)
         })
     }
 
