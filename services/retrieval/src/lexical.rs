@@ -320,9 +320,7 @@ impl Lexical {
         let index = self.index.read().unwrap_or_else(|e| e.into_inner());
         Some(index.search(&phrase_tokens, weights, filter, limit))
     }
-}
 
-impl Lexical {
     /// The live items holding a word of `words` that at most `max_items` live items hold: a
     /// rare word (a folder's name, an error's) names what the asker wants more surely than any
     /// likeness of meaning. Empty when the copy is not loaded or `max_items` is 0.
@@ -340,7 +338,11 @@ impl Lexical {
                     continue;
                 };
                 let list = &index.lists[term as usize];
-                if index.live_postings(list) > max_items {
+                // A common word is passed over without counting its live postings, which walks
+                // the removed slots: no removal can bring it down to `max_items`.
+                if u64::from(list.len) > max_items + index.removed.len() as u64
+                    || index.live_postings(list) > max_items
+                {
                     continue;
                 }
                 let mut cursor = Cursor::new(list);

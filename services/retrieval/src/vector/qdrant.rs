@@ -497,8 +497,8 @@ impl VectorIndex for Qdrant {
 }
 
 /// Whether a collection's vectors are in search graphs. Green alone does not say so: right
-/// after a bulk write the server is green until its optimizer picks the new segments up, and a
-/// search meanwhile scans every vector (at 200,000 items, 58 ms rather than 2). So the indexed
+/// after a bulk write the server can be green before its optimizer picks the new segments up,
+/// and a search meanwhile scans their vectors rather than walking a graph. So the indexed
 /// vectors must also cover the points, less what may stay in segments too small to be worth a
 /// graph (below the indexing threshold, 10 MB of vectors by default), which keeps small
 /// collections from waiting for a graph they will never get.
