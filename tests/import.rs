@@ -4,7 +4,7 @@
 //! reported with its file and line; Codex, Kimi and Gemini files written from their documented
 //! formats import too; and an error fixed in Codex reaches a Kimi prompt in the same project.
 
-use crate::harness::{App, transcripts_dir};
+use crate::harness::{App, retrieval_args, transcripts_dir};
 use hosts::claude_code::transcript::claude_code_replay;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -183,6 +183,73 @@ async fn a_partial_last_line_waits_and_a_corrupt_line_is_reported() {
         app.count("SELECT count(*) FROM observations WHERE kind = 'prompt'")
             .await,
         2
+    );
+}
+
+/// An import larger than the events stream holds waits for ingest rather than outrunning it:
+/// JetStream drops the oldest messages of a full stream whether or not ingest has stored them,
+/// so an import publishing faster than ingest stores would lose the start of a long history.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_import_larger_than_the_stream_waits_for_ingest_and_loses_nothing() {
+    let mut app = App::bare();
+    // The events stream made small before the services make theirs (they leave an existing
+    // stream as it is), so a few megabytes stand for the gigabyte a real import fills.
+    let jetstream = async_nats::jetstream::new(app.client().await);
+    let mut config = common::streams::configs()
+        .into_iter()
+        .find(|c| c.name == proto::subjects::EVENTS_STREAM)
+        .unwrap();
+    config.max_bytes = 4 << 20;
+    let stream = jetstream.create_stream(config).await.unwrap();
+    // A consumer nobody reads, as a service that is not running leaves: the import must not
+    // wait for it.
+    stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config {
+            durable_name: Some("stopped".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    app.start_services_core(retrieval_args()).await;
+
+    // 6,000 prompts of about 2 KB: some 13 MB of events, three times what the stream holds.
+    let prompts = 6_000;
+    let filler: String = (0..300).map(|w| format!("w{w} ")).collect();
+    let lines: Vec<Value> = (0..prompts)
+        .map(|i| {
+            json!({"type": "user", "uuid": format!("u{i}"), "sessionId": "big-1",
+                "timestamp": format!("2026-03-01T{:02}:{:02}:{:02}.000Z", i / 3600, i / 60 % 60, i % 60),
+                "cwd": "/tmp/big", "message": {"role": "user", "content": format!("prompt {i}: {filler}")}})
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    write_lines(&dir.path().join("-tmp-big/big-1.jsonl"), &lines);
+    let summary = import(
+        &app,
+        &["claude-code", "--path", dir.path().to_str().unwrap()],
+    );
+    // The prompts, and the session's start and end the import adds around them.
+    let published = summary["published"].as_i64().unwrap();
+    assert_eq!(published, prompts as i64 + 2, "{summary}");
+    assert!(
+        summary["waited_seconds"].as_f64().unwrap() > 0.0,
+        "the import never had to wait, so this test shows nothing: {summary}"
+    );
+    let stored = app
+        .wait_for_count(
+            "SELECT count(*) FROM observations",
+            published,
+            Duration::from_secs(120),
+        )
+        .await;
+    assert_eq!(
+        stored, published,
+        "events were dropped before ingest stored them"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM observations WHERE kind = 'prompt'")
+            .await,
+        prompts as i64
     );
 }
 

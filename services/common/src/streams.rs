@@ -320,3 +320,120 @@ pub async fn announce(jetstream: &jetstream::Context, announcements: Vec<Announc
     }
     true
 }
+
+/// Of a write-path stream's byte limit, the part a bulk producer (an import) lets a consumer
+/// fall behind before it waits. JetStream drops the oldest messages of a full stream whether or
+/// not every consumer has read them, so a producer faster than the slowest consumer would
+/// otherwise lose what that consumer had not reached: a million imported events outrun ingest
+/// (about 1,500 a second) and the events stream holds about a gigabyte of them.
+const BACKLOG_SHARE: u64 = 4;
+/// Once a producer waits, it goes on when the consumer is back within this part of its room,
+/// so it publishes in long runs rather than a batch between every check.
+const RESUME_SHARE: u64 = 2;
+/// A consumer with no pull request outstanding and nothing delivered or acknowledged for this
+/// long is taken to be stopped: a producer does not wait for a service that is not running.
+const LIVE_WITHIN_S: i64 = 60;
+
+/// How far one consumer of a write-path stream is behind its head.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Behind {
+    pub stream: String,
+    pub consumer: String,
+    /// Messages not yet delivered or not yet acknowledged.
+    pub messages: u64,
+    /// Their size, estimated from the stream's mean message size.
+    pub bytes: u64,
+    /// The bytes it may be behind before a bulk producer waits for it.
+    pub room: u64,
+}
+
+impl Behind {
+    /// Whether a bulk producer should wait for this consumer.
+    pub fn full(&self) -> bool {
+        self.bytes > self.room
+    }
+}
+
+/// Whether a consumer is being read: a pull request outstanding, or a delivery or an ack within
+/// [`LIVE_WITHIN_S`] of `now_s` (Unix seconds).
+fn live(info: &jetstream::consumer::Info, now_s: i64) -> bool {
+    info.num_waiting > 0
+        || [info.delivered.last_active, info.ack_floor.last_active]
+            .into_iter()
+            .flatten()
+            .any(|at| now_s - at.unix_timestamp() < LIVE_WITHIN_S)
+}
+
+/// The live consumer of the events and the ingest-notices streams that is furthest behind,
+/// as a share of its room; `None` when none is behind (or the streams have no byte limit).
+pub async fn furthest_behind(js: &jetstream::Context) -> anyhow::Result<Option<Behind>> {
+    use futures::TryStreamExt as _;
+    let now_s = crate::time::now_ms() / 1000;
+    let mut furthest: Option<Behind> = None;
+    for name in [subjects::EVENTS_STREAM, subjects::INGEST_STREAM] {
+        // A stream not made yet has nothing to drop: publishing to it fails on its own.
+        let Ok(mut stream) = js.get_stream(name).await else {
+            continue;
+        };
+        let info = stream
+            .info()
+            .await
+            .with_context(|| format!("reading stream {name}"))?;
+        let Ok(limit) = u64::try_from(info.config.max_bytes) else {
+            continue;
+        };
+        let room = limit / BACKLOG_SHARE;
+        let mean = info
+            .state
+            .bytes
+            .checked_div(info.state.messages)
+            .unwrap_or(0);
+        let consumers: Vec<_> = stream
+            .consumers()
+            .try_collect()
+            .await
+            .with_context(|| format!("listing the consumers of {name}"))?;
+        for consumer in consumers.iter().filter(|c| live(c, now_s)) {
+            let messages = consumer.num_pending + consumer.num_ack_pending as u64;
+            let behind = Behind {
+                stream: name.to_owned(),
+                consumer: consumer.name.clone(),
+                messages,
+                bytes: messages * mean,
+                room,
+            };
+            let share = |b: &Behind| b.bytes as f64 / b.room.max(1) as f64;
+            if messages > 0 && furthest.as_ref().is_none_or(|f| share(&behind) > share(f)) {
+                furthest = Some(behind);
+            }
+        }
+    }
+    Ok(furthest)
+}
+
+/// Return once no live consumer of the write path is further behind than its room, calling
+/// `waiting` with the furthest while it waits. Once it has waited it goes on only when that
+/// consumer is back within half its room. A bulk producer calls this between batches; a
+/// stopped service is not waited for (its backlog is its own to lose, as before).
+pub async fn wait_for_room(
+    js: &jetstream::Context,
+    mut waiting: impl FnMut(&Behind),
+) -> anyhow::Result<()> {
+    let mut waited = false;
+    loop {
+        let behind = furthest_behind(js).await?;
+        let go_on = match &behind {
+            None => true,
+            Some(b) if waited => b.bytes <= b.room / RESUME_SHARE,
+            Some(b) => !b.full(),
+        };
+        if go_on {
+            return Ok(());
+        }
+        if let Some(b) = &behind {
+            waiting(b);
+        }
+        waited = true;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}

@@ -73,6 +73,8 @@ pub struct Summary {
     pub failed_files: Vec<String>,
     pub seconds: f64,
     pub records_per_second: f64,
+    /// Seconds spent waiting for the services to catch up (see [`publish`]).
+    pub waited_seconds: f64,
 }
 
 /// `--since`: a date (YYYY-MM-DD) or a number of days back (`30d`), as Unix milliseconds.
@@ -189,6 +191,12 @@ fn print_summary(summary: &Summary, json: bool) -> Result<()> {
     for failed in &summary.failed_files {
         println!("could not read {failed}");
     }
+    if summary.waited_seconds >= 1.0 {
+        println!(
+            "waited {:.0}s in all for the services to catch up, so that no event was dropped",
+            summary.waited_seconds
+        );
+    }
     if summary.partial_files > 0 {
         println!(
             "{} files end in a line still being written; it is left for the next import",
@@ -257,6 +265,12 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
     } else {
         "publishing"
     });
+    let mut publisher = jetstream.as_ref().map(|jetstream| Publisher {
+        jetstream,
+        bar: &bar,
+        since_look: 0,
+        waited: 0.0,
+    });
 
     for source in &sources {
         let mut read = Read::default();
@@ -286,8 +300,9 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
                 &source.path,
             )
             .await;
-            if let Some(jetstream) = &jetstream {
-                publish(jetstream, &events).await?;
+            if let Some(publisher) = &mut publisher {
+                publisher.publish(&events).await?;
+                summary.waited_seconds = publisher.waited;
             }
             summary.published += events.len();
         }
@@ -375,33 +390,80 @@ async fn prepare(
     events
 }
 
-/// Publish events with their ids as `Nats-Msg-Id`, many in flight, each acknowledged.
-async fn publish(
-    jetstream: &async_nats::jetstream::Context,
-    events: &[proto::Event],
-) -> Result<()> {
-    for chunk in events.chunks(256) {
-        let mut acks = Vec::with_capacity(chunk.len());
-        for event in chunk {
-            let mut headers = async_nats::HeaderMap::new();
-            headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
-            let span = proto::new_event_id();
-            headers.insert(
-                proto::subjects::TRACEPARENT_HEADER,
-                format!("00-{}-{}-01", event.id, &span[16..]).as_str(),
-            );
-            let ack = jetstream
-                .publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
-                .await
-                .context("publishing an imported event")?;
-            acks.push(ack);
+/// Events published between two looks at how far the services are behind: often enough that
+/// a chunk cannot overrun a stream's room, rarely enough that a history of many small sessions
+/// does not ask JetStream once a session.
+const PACE_EVERY: usize = 256;
+
+/// Publishes an import's events and keeps it from outrunning the services.
+struct Publisher<'a> {
+    jetstream: &'a async_nats::jetstream::Context,
+    bar: &'a indicatif::ProgressBar,
+    /// Events published since the last look.
+    since_look: usize,
+    /// Seconds spent waiting.
+    waited: f64,
+}
+
+impl Publisher<'_> {
+    /// Publish events with their ids as `Nats-Msg-Id`, many in flight, each acknowledged.
+    /// Every [`PACE_EVERY`] events it first waits while a running service is too far behind
+    /// (`common::streams::wait_for_room`): a long history publishes faster than ingest stores
+    /// it, and JetStream would drop the oldest events of a full stream before they were
+    /// stored. The bar says whom it waits for.
+    async fn publish(&mut self, events: &[proto::Event]) -> Result<()> {
+        for chunk in events.chunks(PACE_EVERY) {
+            if self.since_look + chunk.len() > PACE_EVERY {
+                self.pace().await?;
+            }
+            self.since_look += chunk.len();
+            let mut acks = Vec::with_capacity(chunk.len());
+            for event in chunk {
+                let mut headers = async_nats::HeaderMap::new();
+                headers.insert(async_nats::header::NATS_MESSAGE_ID, event.id.as_str());
+                let span = proto::new_event_id();
+                headers.insert(
+                    proto::subjects::TRACEPARENT_HEADER,
+                    format!("00-{}-{}-01", event.id, &span[16..]).as_str(),
+                );
+                let ack = self
+                    .jetstream
+                    .publish_with_headers(event.subject(), headers, event.encode_to_vec().into())
+                    .await
+                    .context("publishing an imported event")?;
+                acks.push(ack);
+            }
+            for ack in acks {
+                ack.await
+                    .context("waiting for jetstream to acknowledge an imported event")?;
+            }
         }
-        for ack in acks {
-            ack.await
-                .context("waiting for jetstream to acknowledge an imported event")?;
-        }
+        Ok(())
     }
-    Ok(())
+
+    /// Wait until the services have room for more.
+    async fn pace(&mut self) -> Result<()> {
+        self.since_look = 0;
+        let started = std::time::Instant::now();
+        let mut said = false;
+        let bar = self.bar;
+        common::streams::wait_for_room(self.jetstream, |behind| {
+            if !said {
+                said = true;
+                tracing::info!(consumer = %behind.consumer, messages = behind.messages, "waiting for the services to catch up");
+            }
+            bar.set_message(format!(
+                "waiting for {} to catch up ({} behind)",
+                behind.consumer, behind.messages
+            ));
+        })
+        .await
+        .context("reading how far the services are behind")?;
+        if said {
+            self.waited += started.elapsed().as_secs_f64();
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -530,6 +530,11 @@ async fn count(store: &store::Store) -> anyhow::Result<i64> {
     Ok(n)
 }
 
+/// The most events the backlog run publishes ahead of ingest: the events stream holds about a
+/// gigabyte (some 600,000 of these events), and JetStream drops the oldest messages of a full
+/// stream. Larger runs go through [`pipeline`], paced as `mneme import` paces itself.
+const BACKLOG_MAX: usize = 200_000;
+
 async fn ingest(args: &[String]) -> anyhow::Result<()> {
     let burst: usize = args
         .iter()
@@ -541,6 +546,9 @@ async fn ingest(args: &[String]) -> anyhow::Result<()> {
         .transpose()
         .context("--events takes a number")?
         .unwrap_or(50_000);
+    if burst > BACKLOG_MAX {
+        return pipeline(burst).await;
+    }
     let rate: usize = std::env::var("MNEME_BENCH_RATE")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -656,6 +664,126 @@ async fn ingest(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A history too large to publish ahead of ingest, published as `mneme import` publishes one
+/// (paced by `common::streams::wait_for_room`) into the whole pipeline running as `mneme up`
+/// runs it: ingest, retrieval with the static tier, the compressor and the pattern service.
+/// Measures the rate events are stored at, and how long until all of them are found by
+/// full-text search and by meaning.
+async fn pipeline(events: usize) -> anyhow::Result<()> {
+    let bed = Bed::start(true).await?;
+    let started = Instant::now();
+    let retrieval = start_retrieval(&bed)?;
+    let others = [
+        tokio::spawn(compressor::run(
+            bed.common.clone(),
+            compressor::CompressorArgs::default(),
+            bed.shutdown.clone(),
+        )),
+        tokio::spawn(pattern::run(
+            bed.common.clone(),
+            pattern::PatternArgs::default(),
+            bed.shutdown.clone(),
+        )),
+    ];
+    let client = async_nats::connect(&bed.common.nats_url).await?;
+    let js = async_nats::jetstream::new(client);
+    // Every consumer exists before the first event, as with `mneme up` running.
+    for (stream, consumer) in [
+        (
+            proto::subjects::EVENTS_STREAM,
+            proto::subjects::INGEST_CONSUMER,
+        ),
+        (
+            proto::subjects::INGEST_STREAM,
+            proto::subjects::RETRIEVAL_CONSUMER,
+        ),
+        (
+            proto::subjects::INGEST_STREAM,
+            proto::subjects::COMPRESSOR_CONSUMER,
+        ),
+        (
+            proto::subjects::INGEST_STREAM,
+            proto::subjects::PATTERN_CONSUMER,
+        ),
+    ] {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while js
+            .get_stream(stream)
+            .await?
+            .consumer_info(consumer)
+            .await
+            .is_err()
+        {
+            anyhow::ensure!(Instant::now() < deadline, "{consumer} did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let store = store::Store::open(&bed.common.db_path()).await?;
+    let publishing = Instant::now();
+    let (mut waited, mut said) = (Duration::ZERO, Instant::now());
+    // Whom the import waited for, and how often it found each furthest behind.
+    let mut waited_for: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut acks = Vec::new();
+    for i in 0..events {
+        if i % 256 == 0 {
+            for ack in acks.drain(..) {
+                ack.await?;
+            }
+            let before = Instant::now();
+            common::streams::wait_for_room(&js, |behind| {
+                *waited_for.entry(behind.consumer.clone()).or_default() += 1;
+            })
+            .await?;
+            waited += before.elapsed();
+            if said.elapsed() > Duration::from_secs(30) {
+                said = Instant::now();
+                println!(
+                    "pipeline: {i} events published, {} stored, {:.0}s",
+                    count(&store).await?,
+                    publishing.elapsed().as_secs_f64()
+                );
+            }
+        }
+        acks.push(publish(&js, &bench_event(i, i / 500)).await?);
+    }
+    for ack in acks.drain(..) {
+        ack.await?;
+    }
+    let published_s = publishing.elapsed().as_secs_f64();
+    let deadline = Duration::from_secs(3_600.max(events as u64 / 200));
+    while count(&store).await? < events as i64 {
+        anyhow::ensure!(
+            publishing.elapsed() < deadline,
+            "ingest did not store every event"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let stored_s = publishing.elapsed().as_secs_f64();
+    let rate = events as f64 / stored_s;
+    println!(
+        "pipeline: {events} events published in {published_s:.0}s (waiting {:.0}s for the services, furthest behind while it waited: {waited_for:?}), stored after {stored_s:.0}s: {rate:.0} events/s",
+        waited.as_secs_f64()
+    );
+    let searchable = follow(&bed, &store, started).await?;
+    let size = store.size_bytes();
+    store.close().await;
+    retrieval.abort();
+    for other in others {
+        other.abort();
+    }
+    bed.stop().await;
+    println!(
+        "ingest: mode=pipeline events={events} events_per_s={rate:.0} published_s={published_s:.0} waited_s={:.0} fts_searchable_s={:.1} semantic_searchable_s={:.1} model_items_per_s={:.1} items={} store_mb={:.0}",
+        waited.as_secs_f64(),
+        searchable.fts_s,
+        searchable.semantic_s,
+        searchable.model_per_s,
+        searchable.items,
+        size as f64 / 1e6
+    );
+    Ok(())
+}
+
 /// Stored events retrieval has not indexed yet (its consumer's pending and unacknowledged
 /// messages); `None` while the stream or the consumer cannot be asked.
 async fn retrieval_pending(jetstream: &async_nats::jetstream::Context) -> Option<u64> {
@@ -678,7 +806,8 @@ struct Searchable {
     model_per_s: f64,
 }
 
-async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchable> {
+/// Retrieval as `mneme up` runs it (the static tier ahead of the model), started in `bed`.
+fn start_retrieval(bed: &Bed) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
     let retrieval_args = retrieval::RetrievalArgs {
         static_cache: Some(std::env::var_os("MNEME_STATIC_CACHE").map_or_else(
             || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mneme-static"),
@@ -686,14 +815,26 @@ async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchabl
         )),
         ..retrieval_bench::retrieval_args()?
     };
-    let client = async_nats::connect(&bed.common.nats_url).await?;
-    let jetstream = async_nats::jetstream::new(client.clone());
-    let started = Instant::now();
-    let retrieval = tokio::spawn(retrieval::run(
+    Ok(tokio::spawn(retrieval::run(
         bed.common.clone(),
         retrieval_args,
         bed.shutdown.clone(),
-    ));
+    )))
+}
+
+async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchable> {
+    let started = Instant::now();
+    let retrieval = start_retrieval(bed)?;
+    let searchable = follow(bed, store, started).await;
+    retrieval.abort();
+    searchable
+}
+
+/// Follow retrieval, running in `bed` since `started`, until everything stored is found by
+/// full-text search and then by meaning, and measure the model's own rate behind them.
+async fn follow(bed: &Bed, store: &store::Store, started: Instant) -> anyhow::Result<Searchable> {
+    let client = async_nats::connect(&bed.common.nats_url).await?;
+    let jetstream = async_nats::jetstream::new(client.clone());
     let health = async || {
         common::nats::request::<proto::HealthReply>(
             &client,
@@ -755,7 +896,6 @@ async fn searchable(bed: &Bed, store: &store::Store) -> anyhow::Result<Searchabl
         "searchable: the model embeds {model_per_s:.1} items/s behind them, about {:.1} h for all",
         items as f64 / model_per_s.max(0.001) / 3600.0
     );
-    retrieval.abort();
     Ok(Searchable {
         items,
         fts_s,
