@@ -125,6 +125,18 @@ pub const PATTERN_STREAM: &str = "MNEME_PATTERN";
 /// Durable consumer through which the pattern service reads [`INGEST_STREAM`].
 pub const PATTERN_CONSUMER: &str = "pattern";
 
+/// Every durable consumer of the write path, by stream: ingest reading hook events, then
+/// retrieval, the compressor and the pattern service reading ingest's notices, then retrieval
+/// reading what the compressor and the pattern service write.
+pub const WRITE_PATH_CONSUMERS: [(&str, &str); 6] = [
+    (EVENTS_STREAM, INGEST_CONSUMER),
+    (INGEST_STREAM, RETRIEVAL_CONSUMER),
+    (INGEST_STREAM, COMPRESSOR_CONSUMER),
+    (INGEST_STREAM, PATTERN_CONSUMER),
+    (COMPRESSOR_STREAM, RETRIEVAL_CONSUMER),
+    (PATTERN_STREAM, RETRIEVAL_CONSUMER),
+];
+
 /// Prefix of what a team member shares: `mneme.team.<project>.<member>.event` carries an
 /// [`crate::Event`] of a shared project, after ingest stored and scrubbed it again, and
 /// `mneme.team.<project>.<member>.deleted` a [`crate::SessionsDeleted`] naming sessions of that

@@ -2651,32 +2651,7 @@ async fn ask_history(
 /// means that held on three checks in a row with no new item.
 async fn wait_settled(store: &store::Store, client: &async_nats::Client) -> anyhow::Result<()> {
     let js = async_nats::jetstream::new(client.clone());
-    let consumers: [(&str, &str); 6] = [
-        (
-            proto::subjects::EVENTS_STREAM,
-            proto::subjects::INGEST_CONSUMER,
-        ),
-        (
-            proto::subjects::INGEST_STREAM,
-            proto::subjects::RETRIEVAL_CONSUMER,
-        ),
-        (
-            proto::subjects::INGEST_STREAM,
-            proto::subjects::COMPRESSOR_CONSUMER,
-        ),
-        (
-            proto::subjects::INGEST_STREAM,
-            proto::subjects::PATTERN_CONSUMER,
-        ),
-        (
-            proto::subjects::COMPRESSOR_STREAM,
-            proto::subjects::RETRIEVAL_CONSUMER,
-        ),
-        (
-            proto::subjects::PATTERN_STREAM,
-            proto::subjects::RETRIEVAL_CONSUMER,
-        ),
-    ];
+    let consumers = proto::subjects::WRITE_PATH_CONSUMERS;
     let started = Instant::now();
     let mut last_report = Instant::now();
     let mut settled = 0;

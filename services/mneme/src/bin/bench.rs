@@ -688,24 +688,7 @@ async fn pipeline(events: usize) -> anyhow::Result<()> {
     let client = async_nats::connect(&bed.common.nats_url).await?;
     let js = async_nats::jetstream::new(client);
     // Every consumer exists before the first event, as with `mneme up` running.
-    for (stream, consumer) in [
-        (
-            proto::subjects::EVENTS_STREAM,
-            proto::subjects::INGEST_CONSUMER,
-        ),
-        (
-            proto::subjects::INGEST_STREAM,
-            proto::subjects::RETRIEVAL_CONSUMER,
-        ),
-        (
-            proto::subjects::INGEST_STREAM,
-            proto::subjects::COMPRESSOR_CONSUMER,
-        ),
-        (
-            proto::subjects::INGEST_STREAM,
-            proto::subjects::PATTERN_CONSUMER,
-        ),
-    ] {
+    for (stream, consumer) in proto::subjects::WRITE_PATH_CONSUMERS {
         let deadline = Instant::now() + Duration::from_secs(120);
         while js
             .get_stream(stream)
