@@ -337,7 +337,6 @@ const LIVE_WITHIN_S: i64 = 60;
 /// How far one consumer of a write-path stream is behind its head.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Behind {
-    pub stream: String,
     pub consumer: String,
     /// Messages not yet delivered or not yet acknowledged.
     pub messages: u64,
@@ -372,13 +371,11 @@ pub async fn furthest_behind(js: &jetstream::Context) -> anyhow::Result<Option<B
     let mut furthest: Option<Behind> = None;
     for name in [subjects::EVENTS_STREAM, subjects::INGEST_STREAM] {
         // A stream not made yet has nothing to drop: publishing to it fails on its own.
-        let Ok(mut stream) = js.get_stream(name).await else {
+        let Ok(stream) = js.get_stream(name).await else {
             continue;
         };
-        let info = stream
-            .info()
-            .await
-            .with_context(|| format!("reading stream {name}"))?;
+        // Fetched with the stream itself: asking again would be a second round trip a look.
+        let info = stream.cached_info();
         let Ok(limit) = u64::try_from(info.config.max_bytes) else {
             continue;
         };
@@ -396,7 +393,6 @@ pub async fn furthest_behind(js: &jetstream::Context) -> anyhow::Result<Option<B
         for consumer in consumers.iter().filter(|c| live(c, now_s)) {
             let messages = consumer.num_pending + consumer.num_ack_pending as u64;
             let behind = Behind {
-                stream: name.to_owned(),
                 consumer: consumer.name.clone(),
                 messages,
                 bytes: messages * mean,

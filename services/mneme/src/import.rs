@@ -73,7 +73,7 @@ pub struct Summary {
     pub failed_files: Vec<String>,
     pub seconds: f64,
     pub records_per_second: f64,
-    /// Seconds spent waiting for the services to catch up (see [`publish`]).
+    /// Seconds spent waiting for the services to catch up (see [`Publisher`]).
     pub waited_seconds: f64,
 }
 
@@ -302,7 +302,6 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
             .await;
             if let Some(publisher) = &mut publisher {
                 publisher.publish(&events).await?;
-                summary.waited_seconds = publisher.waited;
             }
             summary.published += events.len();
         }
@@ -315,6 +314,7 @@ pub async fn import(args: &ImportArgs) -> Result<Summary> {
         bar.inc(1);
     }
     bar.finish();
+    summary.waited_seconds = publisher.map_or(0.0, |p| p.waited);
     summary.seconds = started.elapsed().as_secs_f64();
     summary.records_per_second = summary.records as f64 / summary.seconds.max(1e-9);
     Ok(summary)
