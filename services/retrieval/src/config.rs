@@ -110,6 +110,13 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_QDRANT_QUANTIZE", default_value_t = true, action = clap::ArgAction::Set)]
     pub qdrant_quantize: bool,
 
+    /// Candidates weighed for each point's links while Qdrant builds a new collection's search
+    /// graph (Qdrant's `ef_construct`, at least 4); unset takes the server's 100. Lower builds
+    /// faster for a little recall, for tens of millions of items on few cores. Applies when a
+    /// collection is created.
+    #[arg(long, env = "MNEME_QDRANT_EF_CONSTRUCT")]
+    pub qdrant_ef_construct: Option<u64>,
+
     /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
     /// most about half the CPU for a backlog; 0 = as fast as possible).
     #[arg(long, env = "MNEME_EMBED_REST_RATIO", default_value_t = 1.0)]
@@ -166,6 +173,7 @@ impl Default for RetrievalArgs {
             qdrant_write_consistency: None,
             qdrant_on_disk: false,
             qdrant_quantize: true,
+            qdrant_ef_construct: None,
             embed_rest_ratio: 1.0,
             embed_chunks: 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
             static_vectors: true,
@@ -186,6 +194,7 @@ impl RetrievalArgs {
             write_consistency: self.qdrant_write_consistency,
             on_disk: self.qdrant_on_disk,
             quantize: self.qdrant_quantize,
+            ef_construct: self.qdrant_ef_construct,
         }
     }
 }

@@ -14,9 +14,10 @@ use qdrant_client::qdrant::r#match::MatchValue;
 use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::{
     CollectionStatus, Condition, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
-    DeleteCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter, PointId,
-    PointStruct, PointsIdsList, QuantizationSearchParamsBuilder, QuantizationType, Query,
-    QueryPointsBuilder, Range, RepeatedStrings, ScalarQuantizationBuilder, SearchParamsBuilder,
+    DeleteCollectionBuilder, DeletePointsBuilder, Distance, FieldType, Filter,
+    HnswConfigDiffBuilder, OptimizersConfigDiffBuilder, PointId, PointStruct, PointsIdsList,
+    QuantizationSearchParamsBuilder, QuantizationType, Query, QueryPointsBuilder, Range,
+    RepeatedStrings, ScalarQuantizationBuilder, SearchParamsBuilder, UpdateCollectionBuilder,
     UpsertPointsBuilder, VectorParamsBuilder,
 };
 use std::time::Duration;
@@ -26,6 +27,10 @@ use std::time::Duration;
 /// as the integers the gRPC specification fixes.
 const GRPC_NOT_FOUND: i32 = 5;
 const GRPC_ALREADY_EXISTS: i32 = 6;
+
+/// Qdrant's own indexing threshold when a collection does not set one: segments holding less
+/// than this many kilobytes of vectors are scanned rather than given a search graph.
+const DEFAULT_INDEXING_THRESHOLD_KB: u64 = 10_000;
 
 /// The payload fields searches filter on, with the index type each one gets.
 const PAYLOAD_INDEXES: [(&str, FieldType); 4] = [
@@ -57,6 +62,11 @@ pub struct Layout {
     /// vectors' order: a quarter of the bytes a search reads. (At 200,000 vectors it measured
     /// as fast as full vectors alone; docs/search.md.)
     pub quantize: bool,
+    /// Candidates Qdrant weighs for each point's links while it builds a search graph (its
+    /// `ef_construct`); unset takes the server's 100. Building the graphs is what limits a
+    /// collection of many millions on few cores (about 1,100 vectors a second on two), and a
+    /// smaller value builds faster for a little recall: docs/search.md has the trade measured.
+    pub ef_construct: Option<u64>,
 }
 
 impl Layout {
@@ -75,6 +85,12 @@ impl Layout {
             ("MNEME_QDRANT_WRITE_CONSISTENCY", self.write_consistency),
         ] {
             anyhow::ensure!(value != Some(0), "{name} must be at least 1");
+        }
+        if let Some(ef) = self.ef_construct {
+            anyhow::ensure!(
+                ef >= 4,
+                "MNEME_QDRANT_EF_CONSTRUCT must be at least 4 (qdrant's own minimum)"
+            );
         }
         Ok(())
     }
@@ -151,6 +167,103 @@ impl Qdrant {
         format!("{}{}", self.prefix, space.table)
     }
 
+    /// Stop building search graphs in `space`'s collection until [`Qdrant::resume_indexing`],
+    /// answering the indexing threshold (kilobytes of vectors) it had. A bulk load of millions
+    /// of vectors is far cheaper with each graph built once, after the vectors are in, as
+    /// Qdrant advises, than with every small segment given a graph as it fills and a new one
+    /// at every merge. Searches meanwhile scan, so this is for loads nobody searches during.
+    pub async fn pause_indexing(&self, space: &Space) -> anyhow::Result<u64> {
+        let collection = self.collection(space);
+        let info = self
+            .client
+            .collection_info(&collection)
+            .await
+            .with_context(|| format!("reading qdrant collection {collection}"))?;
+        let threshold = info
+            .result
+            .and_then(|i| i.config)
+            .and_then(|c| c.optimizer_config)
+            .and_then(|o| o.indexing_threshold)
+            .filter(|&kb| kb > 0)
+            .unwrap_or(DEFAULT_INDEXING_THRESHOLD_KB);
+        // Qdrant reads a threshold of zero as "never index".
+        self.set_indexing_threshold(&collection, 0).await?;
+        Ok(threshold)
+    }
+
+    /// Build search graphs again in `space`'s collection from `threshold` kilobytes of vectors
+    /// a segment, as [`Qdrant::pause_indexing`] answered.
+    pub async fn resume_indexing(&self, space: &Space, threshold: u64) -> anyhow::Result<()> {
+        self.set_indexing_threshold(&self.collection(space), threshold.max(1))
+            .await
+    }
+
+    async fn set_indexing_threshold(&self, collection: &str, kb: u64) -> anyhow::Result<()> {
+        self.client
+            .update_collection(
+                UpdateCollectionBuilder::new(collection).optimizers_config(
+                    OptimizersConfigDiffBuilder::default().indexing_threshold(kb),
+                ),
+            )
+            .await
+            .with_context(|| format!("setting the indexing threshold of {collection}"))?;
+        Ok(())
+    }
+
+    /// The `k` points nearest `query` that pass `filter`, found by comparing it with every one
+    /// of them (full vectors, no graph), as a search graph's answers are judged against.
+    pub async fn knn_exact(
+        &self,
+        space: &Space,
+        query: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+    ) -> anyhow::Result<Vec<(i64, f32)>> {
+        self.nearest(space, query, k, filter, true).await
+    }
+
+    async fn nearest(
+        &self,
+        space: &Space,
+        query: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+        exact: bool,
+    ) -> anyhow::Result<Vec<(i64, f32)>> {
+        let collection = self.collection(space);
+        let mut request = QueryPointsBuilder::new(&collection)
+            .query(Query::new_nearest(query.to_vec()))
+            .limit(k as u64)
+            .with_payload(false)
+            .with_vectors(false);
+        if let Some(filter) = to_filter(filter) {
+            request = request.filter(filter);
+        }
+        if exact {
+            request = request.params(
+                SearchParamsBuilder::default()
+                    .exact(true)
+                    .quantization(QuantizationSearchParamsBuilder::default().ignore(true)),
+            );
+        } else if self.layout.quantize {
+            // The eight-bit copy ranks; twice the hits asked for are re-scored with the full
+            // vectors, so the order returned is the full vectors' order.
+            request = request.params(
+                SearchParamsBuilder::default().quantization(
+                    QuantizationSearchParamsBuilder::default()
+                        .rescore(true)
+                        .oversampling(2.0),
+                ),
+            );
+        }
+        let response = self
+            .client
+            .query(request)
+            .await
+            .with_context(|| format!("searching qdrant collection {collection}"))?;
+        scored(response)
+    }
+
     /// The request creating the collection of `space`, with the layout.
     fn create_request(&self, space: &Space) -> anyhow::Result<CreateCollectionBuilder> {
         let dim = u64::try_from(space.dim).context("vector dimension out of range")?;
@@ -169,6 +282,9 @@ impl Qdrant {
         }
         let mut request =
             CreateCollectionBuilder::new(self.collection(space)).vectors_config(vectors);
+        if let Some(ef) = self.layout.ef_construct {
+            request = request.hnsw_config(HnswConfigDiffBuilder::default().ef_construct(ef));
+        }
         if let Some(shards) = self.layout.shards {
             request = request.shard_number(shards);
         }
@@ -376,32 +492,7 @@ impl VectorIndex for Qdrant {
             if k == 0 {
                 return Ok(Vec::new());
             }
-            let collection = self.collection(space);
-            let mut request = QueryPointsBuilder::new(&collection)
-                .query(Query::new_nearest(query.to_vec()))
-                .limit(k as u64)
-                .with_payload(false)
-                .with_vectors(false);
-            if let Some(filter) = to_filter(filter) {
-                request = request.filter(filter);
-            }
-            if self.layout.quantize {
-                // The eight-bit copy ranks; twice the hits asked for are re-scored with the full
-                // vectors, so the order returned is the full vectors' order.
-                request = request.params(
-                    SearchParamsBuilder::default().quantization(
-                        QuantizationSearchParamsBuilder::default()
-                            .rescore(true)
-                            .oversampling(2.0),
-                    ),
-                );
-            }
-            let response = self
-                .client
-                .query(request)
-                .await
-                .with_context(|| format!("searching qdrant collection {collection}"))?;
-            scored(response)
+            self.nearest(space, query, k, filter, false).await
         })
     }
 
@@ -521,7 +612,7 @@ fn graph_built(info: &qdrant_client::qdrant::CollectionInfo) -> bool {
     let threshold_kb = config
         .and_then(|c| c.optimizer_config.as_ref())
         .and_then(|o| o.indexing_threshold)
-        .unwrap_or(10_000);
+        .unwrap_or(DEFAULT_INDEXING_THRESHOLD_KB);
     let below_threshold = threshold_kb * 1024 / (dim * 4);
     indexed + below_threshold * info.segments_count.max(1) >= points
 }
@@ -603,6 +694,11 @@ mod tests {
             ..Layout::default()
         };
         assert!(layout.check().is_err());
+        let layout = Layout {
+            ef_construct: Some(3),
+            ..Layout::default()
+        };
+        assert!(layout.check().is_err());
         let index = Qdrant::connect("http://127.0.0.1:1", None, Duration::from_secs(1)).unwrap();
         assert!(index.clone().with_prefix("team_a-1_").is_ok());
         assert!(index.with_prefix("team/a").is_err());
@@ -630,6 +726,7 @@ mod tests {
                 write_consistency: Some(1),
                 on_disk: false,
                 quantize: false,
+                ef_construct: Some(32),
             })
             .unwrap();
         let space = Space {
@@ -643,15 +740,16 @@ mod tests {
         index.ensure(&space).await.unwrap();
         let collection = index.collection(&space);
         assert_eq!(collection, format!("{prefix}vec_round_trip"));
-        let params = index
+        let config = index
             .client
             .collection_info(&collection)
             .await
             .unwrap()
             .result
             .and_then(|info| info.config)
-            .and_then(|config| config.params)
             .unwrap();
+        assert_eq!(config.hnsw_config.and_then(|h| h.ef_construct), Some(32));
+        let params = config.params.unwrap();
         assert_eq!(params.shard_number, 2);
         assert_eq!(params.replication_factor, Some(1));
         assert_eq!(params.write_consistency_factor, Some(1));
