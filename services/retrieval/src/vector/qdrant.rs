@@ -65,7 +65,7 @@ pub struct Layout {
     /// Candidates Qdrant weighs for each point's links while it builds a search graph (its
     /// `ef_construct`); unset takes the server's 100. Building the graphs is what limits a
     /// collection of many millions on few cores (about 1,100 vectors a second on two), and a
-    /// smaller value builds faster for a little recall: docs/search.md has the trade measured.
+    /// smaller value builds faster for some recall (docs/search.md).
     pub ef_construct: Option<u64>,
 }
 
