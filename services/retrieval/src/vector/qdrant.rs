@@ -230,6 +230,10 @@ impl Qdrant {
         filter: &VectorFilter,
         exact: bool,
     ) -> anyhow::Result<Vec<(i64, f32)>> {
+        // The server rejects a zero limit, and the answer is known anyway.
+        if k == 0 {
+            return Ok(Vec::new());
+        }
         let collection = self.collection(space);
         let mut request = QueryPointsBuilder::new(&collection)
             .query(Query::new_nearest(query.to_vec()))
@@ -487,13 +491,7 @@ impl VectorIndex for Qdrant {
         k: usize,
         filter: &'a VectorFilter,
     ) -> BoxFuture<'a, anyhow::Result<Vec<(i64, f32)>>> {
-        Box::pin(async move {
-            // The server rejects a zero limit, and the answer is known anyway.
-            if k == 0 {
-                return Ok(Vec::new());
-            }
-            self.nearest(space, query, k, filter, false).await
-        })
+        Box::pin(async move { self.nearest(space, query, k, filter, false).await })
     }
 
     fn cosines<'a>(
