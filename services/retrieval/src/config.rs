@@ -117,6 +117,13 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_QDRANT_EF_CONSTRUCT")]
     pub qdrant_ef_construct: Option<u64>,
 
+    /// Largest segment Qdrant makes of a new collection, in kilobytes of vectors (Qdrant's
+    /// `max_segment_size`; a 384-dimension vector counts 1.5); unset takes the server's 256 MB
+    /// a core. A search walks every segment, so tens of millions of items answer faster in a
+    /// few large segments. Applies when a collection is created.
+    #[arg(long, env = "MNEME_QDRANT_MAX_SEGMENT_KB")]
+    pub qdrant_max_segment_kb: Option<u64>,
+
     /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
     /// most about half the CPU for a backlog; 0 = as fast as possible).
     #[arg(long, env = "MNEME_EMBED_REST_RATIO", default_value_t = 1.0)]
@@ -174,6 +181,7 @@ impl Default for RetrievalArgs {
             qdrant_on_disk: false,
             qdrant_quantize: true,
             qdrant_ef_construct: None,
+            qdrant_max_segment_kb: None,
             embed_rest_ratio: 1.0,
             embed_chunks: 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
             static_vectors: true,
@@ -195,6 +203,7 @@ impl RetrievalArgs {
             on_disk: self.qdrant_on_disk,
             quantize: self.qdrant_quantize,
             ef_construct: self.qdrant_ef_construct,
+            max_segment_kb: self.qdrant_max_segment_kb,
         }
     }
 }

@@ -119,6 +119,12 @@ impl Options {
     }
 }
 
+/// A Qdrant setting as the bench's figures name it: its value, or `default` when the server's
+/// own applies.
+fn or_default(value: Option<u64>) -> String {
+    value.map_or_else(|| "default".to_owned(), |v| v.to_string())
+}
+
 /// A size as the last line's keys name it: `10k`, `100k`, `1m`.
 fn label(size: usize) -> String {
     if size.is_multiple_of(1_000_000) {
@@ -410,11 +416,20 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
         };
         args.qdrant_on_disk = flag("MNEME_QDRANT_ON_DISK", args.qdrant_on_disk)?;
         args.qdrant_quantize = flag("MNEME_QDRANT_QUANTIZE", args.qdrant_quantize)?;
-        if let Ok(ef) = std::env::var("MNEME_QDRANT_EF_CONSTRUCT") {
-            args.qdrant_ef_construct = Some(
-                ef.parse()
-                    .with_context(|| format!("MNEME_QDRANT_EF_CONSTRUCT={ef:?}: not a number"))?,
-            );
+        let number = |name: &str| -> anyhow::Result<Option<u64>> {
+            std::env::var(name)
+                .ok()
+                .map(|v| {
+                    v.parse()
+                        .with_context(|| format!("{name}={v:?}: not a number"))
+                })
+                .transpose()
+        };
+        if let Some(ef) = number("MNEME_QDRANT_EF_CONSTRUCT")? {
+            args.qdrant_ef_construct = Some(ef);
+        }
+        if let Some(kb) = number("MNEME_QDRANT_MAX_SEGMENT_KB")? {
+            args.qdrant_max_segment_kb = Some(kb);
         }
     }
     let queries: usize = std::env::var("MNEME_BENCH_QUERIES")
@@ -482,11 +497,11 @@ async fn vectors_only(
     )?
     .with_layout(args.qdrant_layout())?;
     let mut line = vec![format!(
-        "index=qdrant vectors_only=1 on_disk={} quantize={} ef_construct={}",
+        "index=qdrant vectors_only=1 on_disk={} quantize={} ef_construct={} max_segment_kb={}",
         u8::from(args.qdrant_on_disk),
         u8::from(args.qdrant_quantize),
-        args.qdrant_ef_construct
-            .map_or_else(|| "default".to_owned(), |ef| ef.to_string())
+        or_default(args.qdrant_ef_construct),
+        or_default(args.qdrant_max_segment_kb),
     )];
     for &size in &options.sizes {
         let space = Space {

@@ -67,6 +67,12 @@ pub struct Layout {
     /// collection of many millions on few cores (about 1,100 vectors a second on two), and a
     /// smaller value builds faster for some recall (docs/search.md).
     pub ef_construct: Option<u64>,
+    /// Largest segment Qdrant's optimizer makes, in kilobytes of vectors (its
+    /// `max_segment_size`; a 384-dimension vector counts 1.5); unset takes the server's
+    /// default, 256 MB a core. A search walks every segment's graph, so a collection of many
+    /// millions answers faster in a few large segments than in dozens of small ones, for a
+    /// longer graph build per segment (docs/search.md).
+    pub max_segment_kb: Option<u64>,
 }
 
 impl Layout {
@@ -92,6 +98,10 @@ impl Layout {
                 "MNEME_QDRANT_EF_CONSTRUCT must be at least 4 (qdrant's own minimum)"
             );
         }
+        anyhow::ensure!(
+            self.max_segment_kb != Some(0),
+            "MNEME_QDRANT_MAX_SEGMENT_KB must be at least 1"
+        );
         Ok(())
     }
 }
@@ -288,6 +298,10 @@ impl Qdrant {
             CreateCollectionBuilder::new(self.collection(space)).vectors_config(vectors);
         if let Some(ef) = self.layout.ef_construct {
             request = request.hnsw_config(HnswConfigDiffBuilder::default().ef_construct(ef));
+        }
+        if let Some(kb) = self.layout.max_segment_kb {
+            request = request
+                .optimizers_config(OptimizersConfigDiffBuilder::default().max_segment_size(kb));
         }
         if let Some(shards) = self.layout.shards {
             request = request.shard_number(shards);
@@ -697,6 +711,11 @@ mod tests {
             ..Layout::default()
         };
         assert!(layout.check().is_err());
+        let layout = Layout {
+            max_segment_kb: Some(0),
+            ..Layout::default()
+        };
+        assert!(layout.check().is_err());
         let index = Qdrant::connect("http://127.0.0.1:1", None, Duration::from_secs(1)).unwrap();
         assert!(index.clone().with_prefix("team_a-1_").is_ok());
         assert!(index.with_prefix("team/a").is_err());
@@ -725,6 +744,7 @@ mod tests {
                 on_disk: false,
                 quantize: false,
                 ef_construct: Some(32),
+                max_segment_kb: Some(100_000),
             })
             .unwrap();
         let space = Space {
@@ -747,6 +767,10 @@ mod tests {
             .and_then(|info| info.config)
             .unwrap();
         assert_eq!(config.hnsw_config.and_then(|h| h.ef_construct), Some(32));
+        assert_eq!(
+            config.optimizer_config.and_then(|o| o.max_segment_size),
+            Some(100_000)
+        );
         let params = config.params.unwrap();
         assert_eq!(params.shard_number, 2);
         assert_eq!(params.replication_factor, Some(1));
