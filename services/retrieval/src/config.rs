@@ -124,6 +124,12 @@ pub struct RetrievalArgs {
     #[arg(long, env = "MNEME_QDRANT_MAX_SEGMENT_KB")]
     pub qdrant_max_segment_kb: Option<u64>,
 
+    /// Candidates each Qdrant search keeps while it walks a segment's graph (Qdrant's
+    /// `hnsw_ef`); unset leaves it to the server (the collection's `ef_construct`, or the hits
+    /// asked for when more). More finds more of the true nearest, for a slower search.
+    #[arg(long, env = "MNEME_QDRANT_HNSW_EF")]
+    pub qdrant_hnsw_ef: Option<u64>,
+
     /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
     /// most about half the CPU for a backlog; 0 = as fast as possible).
     #[arg(long, env = "MNEME_EMBED_REST_RATIO", default_value_t = 1.0)]
@@ -182,6 +188,7 @@ impl Default for RetrievalArgs {
             qdrant_quantize: true,
             qdrant_ef_construct: None,
             qdrant_max_segment_kb: None,
+            qdrant_hnsw_ef: None,
             embed_rest_ratio: 1.0,
             embed_chunks: 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
             static_vectors: true,
@@ -279,6 +286,7 @@ pub async fn open_vectors(
             )
             .and_then(|q| q.with_prefix(&args.qdrant_prefix))
             .and_then(|q| q.with_layout(layout))
+            .and_then(|q| q.with_search_ef(args.qdrant_hnsw_ef))
             .map_err(|e| format!("{e:#}"))?;
             Arc::new(qdrant)
         }

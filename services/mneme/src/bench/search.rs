@@ -482,8 +482,26 @@ async fn vectors_only(
     args: &retrieval::RetrievalArgs,
     queries: usize,
 ) -> anyhow::Result<()> {
-    use futures::StreamExt as _;
-    use retrieval::vector::{Point, Space, VectorFilter, VectorIndex as _};
+    use retrieval::vector::{Space, VectorIndex as _};
+    // `MNEME_BENCH_REUSE=1` keeps the collections for a later run and searches one already
+    // holding as many points rather than loading it again.
+    let reuse = matches!(
+        std::env::var("MNEME_BENCH_REUSE").as_deref(),
+        Ok("1" | "true")
+    );
+    // `MNEME_BENCH_HNSW_EF=64,128`: each collection is also searched with these beams
+    // (`MNEME_QDRANT_HNSW_EF`), after the server's own.
+    let search_efs: Vec<u64> = match std::env::var("MNEME_BENCH_HNSW_EF") {
+        Ok(list) => list
+            .split(',')
+            .map(|v| {
+                v.trim()
+                    .parse()
+                    .with_context(|| format!("MNEME_BENCH_HNSW_EF={list:?}: not a list of numbers"))
+            })
+            .collect::<anyhow::Result<_>>()?,
+        Err(_) => Vec::new(),
+    };
     let base = base_vectors(args).await?;
     let model = retrieval::models::LocalModel::load(
         args.embed_model_dir
@@ -509,110 +527,46 @@ async fn vectors_only(
             dim: base[0].len(),
             table: format!("vec_bench_{}", label(size)),
         };
-        index.drop_space(&space).await?;
-        index.ensure(&space).await?;
-        // Loaded as Qdrant advises for bulk uploads, with the graphs built once the vectors
-        // are in; the collection ends up in the same segments either way.
-        let threshold = index.pause_indexing(&space).await?;
-        let started = Instant::now();
-        let mut last_said = Instant::now();
-        let batches = (0..size as i64).step_by(1_000).map(|from| {
-            let (index, space, base) = (&index, &space, &base);
-            async move {
-                let points: Vec<Point> = (from..(from + 1_000).min(size as i64))
-                    .map(|id| Point {
-                        id: id + 1,
-                        vector: perturbed(base, id + 1),
-                        project: format!("/work/project-{}", id as usize % PROJECTS),
-                        kind: KINDS[id as usize % KINDS.len()].to_owned(),
-                        session_id: format!("s{}", id as usize / SESSION_ITEMS),
-                        occurred_at: id * ITEM_GAP_MS,
-                    })
-                    .collect();
-                index.upsert(space, &points).await.map(|()| points.len())
-            }
-        });
-        let mut written = 0;
-        let mut uploads = futures::stream::iter(batches).buffer_unordered(4);
-        while let Some(done) = uploads.next().await {
-            written += done?;
-            if last_said.elapsed() > Duration::from_secs(30) {
-                last_said = Instant::now();
-                println!(
-                    "search {size}: {written} vectors written, {:.0}s",
-                    started.elapsed().as_secs_f64()
-                );
-            }
-        }
-        let upload_s = started.elapsed().as_secs_f64();
-        index.resume_indexing(&space, threshold).await?;
-        index.loaded(&space).await;
-        let indexed_s = started.elapsed().as_secs_f64();
-        println!(
-            "search {size}: {written} vectors written in {upload_s:.0}s, indexed after {indexed_s:.0}s"
-        );
+        // A collection this size left by an earlier run with `MNEME_BENCH_REUSE` is searched
+        // as it is: ten million vectors take more than an hour to load and index on two cores,
+        // and search settings can be compared on the same graphs.
+        let built = if reuse && index.points(&space).await? == Some(size as u64) {
+            index.loaded(&space).await;
+            println!("search {size}: reusing the collection left by an earlier run");
+            None
+        } else {
+            Some(load(&index, &space, &base, size).await?)
+        };
         let query_set = Queries {
             since_ms: (size as i64 * 3 / 4) * ITEM_GAP_MS,
         };
-        let (mut embed, mut plain, mut filtered) = (Vec::new(), Vec::new(), Vec::new());
-        // How many of the true ten nearest the graph finds, judged on the first queries only:
-        // an exact search reads every vector, seconds each at ten million.
-        let (mut found, mut judged) = (0usize, 0usize);
-        for q in 0..queries + 10 {
-            let filter_on = q % 2 == 1;
-            let request = query_set.request(q, filter_on, "vector");
-            let took = Instant::now();
-            let vector = model
-                .embed(std::slice::from_ref(&request.query))?
-                .pop()
-                .context("no query vector")?;
-            let embedded = took.elapsed().as_secs_f64() * 1000.0;
-            let filter = VectorFilter {
-                project: (!request.project.is_empty()).then(|| request.project.clone()),
-                kinds: request.kinds.clone(),
-                since_ms: (request.since_ms != 0).then_some(request.since_ms),
-                ..VectorFilter::default()
-            };
-            let took = Instant::now();
-            let hits = index.knn(&space, &vector, 50, &filter).await?;
-            let searched = took.elapsed().as_secs_f64() * 1000.0;
-            anyhow::ensure!(filter_on || hits.len() == 50, "search found {}", hits.len());
-            if q < 10 {
-                continue;
-            }
-            if q < 10 + RECALL_QUERIES {
-                let truth = index.knn_exact(&space, &vector, 10, &filter).await?;
-                let top: std::collections::HashSet<i64> =
-                    hits.iter().take(10).map(|&(id, _)| id).collect();
-                found += truth.iter().filter(|(id, _)| top.contains(id)).count();
-                judged += truth.len();
-            }
-            embed.push(embedded);
-            let whole = embedded + searched;
-            if filter_on {
-                filtered.push(whole)
-            } else {
-                plain.push(whole)
-            }
-        }
-        let all: Vec<f64> = plain.iter().chain(&filtered).copied().collect();
-        let ((p50, p95), (_, plain_p95), (_, filtered_p95), (embed_p50, _)) =
-            (spread(all), spread(plain), spread(filtered), spread(embed));
-        let recall = found as f64 / judged.max(1) as f64;
-        println!(
-            "search {size}: query embedding and vector search p50_ms={p50:.2} p95_ms={p95:.2} (plain p95 {plain_p95:.2}, filtered p95 {filtered_p95:.2}; embedding alone p50 {embed_p50:.2}); recall@10 against exact search {recall:.3} over {RECALL_QUERIES} queries"
-        );
         let k = label(size);
-        line.extend([
-            format!("recall10_{k}={recall:.3}"),
-            format!("p50_ms_{k}={p50:.2}"),
-            format!("p95_ms_{k}={p95:.2}"),
-            format!("p95_plain_ms_{k}={plain_p95:.2}"),
-            format!("p95_filtered_ms_{k}={filtered_p95:.2}"),
-            format!("upload_s_{k}={upload_s:.0}"),
-            format!("indexed_s_{k}={indexed_s:.0}"),
-        ]);
-        index.drop_space(&space).await?;
+        // The server's own search beam first, then each one asked for, on the same graphs.
+        for ef in std::iter::once(None).chain(search_efs.iter().copied().map(Some)) {
+            let searcher = index.clone().with_search_ef(ef)?;
+            let m = time_queries(&searcher, &model, &space, &query_set, queries).await?;
+            let at = ef.map_or_else(String::new, |ef| format!("_ef{ef}"));
+            println!(
+                "search {size}{at}: query embedding and vector search p50_ms={:.2} p95_ms={:.2} (plain p95 {:.2}, filtered p95 {:.2}; embedding alone p50 {:.2}); recall@10 against exact search {:.3} over {RECALL_QUERIES} queries",
+                m.p50, m.p95, m.plain_p95, m.filtered_p95, m.embed_p50, m.recall
+            );
+            line.extend([
+                format!("recall10_{k}{at}={:.3}", m.recall),
+                format!("p50_ms_{k}{at}={:.2}", m.p50),
+                format!("p95_ms_{k}{at}={:.2}", m.p95),
+                format!("p95_plain_ms_{k}{at}={:.2}", m.plain_p95),
+                format!("p95_filtered_ms_{k}{at}={:.2}", m.filtered_p95),
+            ]);
+        }
+        if let Some((upload_s, indexed_s)) = built {
+            line.extend([
+                format!("upload_s_{k}={upload_s:.0}"),
+                format!("indexed_s_{k}={indexed_s:.0}"),
+            ]);
+        }
+        if !reuse {
+            index.drop_space(&space).await?;
+        }
     }
     println!("search: {}", line.join(" "));
     Ok(())
@@ -1397,6 +1351,135 @@ async fn stop(child: &mut tokio::process::Child, pid: u32) {
     {
         let _ = child.kill().await;
     }
+}
+
+/// Write `size` synthetic vectors into a fresh collection of `space` as a bulk load (graphs
+/// built once the vectors are in) and wait for its graphs: the seconds the writing took, and
+/// until the graphs covered the collection.
+async fn load(
+    index: &retrieval::vector::qdrant::Qdrant,
+    space: &retrieval::vector::Space,
+    base: &[Vec<f32>],
+    size: usize,
+) -> anyhow::Result<(f64, f64)> {
+    use futures::StreamExt as _;
+    use retrieval::vector::{Point, VectorIndex as _};
+    index.drop_space(space).await?;
+    index.ensure(space).await?;
+    // Loaded as Qdrant advises for bulk uploads, with the graphs built once the vectors
+    // are in; the collection ends up in the same segments either way.
+    let threshold = index.pause_indexing(space).await?;
+    let started = Instant::now();
+    let mut last_said = Instant::now();
+    let batches = (0..size as i64).step_by(1_000).map(|from| async move {
+        let points: Vec<Point> = (from..(from + 1_000).min(size as i64))
+            .map(|id| Point {
+                id: id + 1,
+                vector: perturbed(base, id + 1),
+                project: format!("/work/project-{}", id as usize % PROJECTS),
+                kind: KINDS[id as usize % KINDS.len()].to_owned(),
+                session_id: format!("s{}", id as usize / SESSION_ITEMS),
+                occurred_at: id * ITEM_GAP_MS,
+            })
+            .collect();
+        index.upsert(space, &points).await.map(|()| points.len())
+    });
+    let mut written = 0;
+    let mut uploads = futures::stream::iter(batches).buffer_unordered(4);
+    while let Some(done) = uploads.next().await {
+        written += done?;
+        if last_said.elapsed() > Duration::from_secs(30) {
+            last_said = Instant::now();
+            println!(
+                "search {size}: {written} vectors written, {:.0}s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let upload_s = started.elapsed().as_secs_f64();
+    index.resume_indexing(space, threshold).await?;
+    index.loaded(space).await;
+    let indexed_s = started.elapsed().as_secs_f64();
+    println!(
+        "search {size}: {written} vectors written in {upload_s:.0}s, indexed after {indexed_s:.0}s"
+    );
+    Ok((upload_s, indexed_s))
+}
+
+/// What the timed searches of one setting measured.
+struct Timed {
+    p50: f64,
+    p95: f64,
+    plain_p95: f64,
+    filtered_p95: f64,
+    embed_p50: f64,
+    recall: f64,
+}
+
+/// Time `queries` searches (after ten to warm up), each the query's embedding and a vector
+/// search of `k` 50 as a hybrid search of ten asks, half of them filtered (project, kind,
+/// time); and judge the graph on the first [`RECALL_QUERIES`]: how many of the true ten nearest
+/// its top ten holds, against an exact search.
+async fn time_queries(
+    index: &retrieval::vector::qdrant::Qdrant,
+    model: &retrieval::models::LocalModel,
+    space: &retrieval::vector::Space,
+    query_set: &Queries,
+    queries: usize,
+) -> anyhow::Result<Timed> {
+    use retrieval::vector::{VectorFilter, VectorIndex as _};
+    let (mut embed, mut plain, mut filtered) = (Vec::new(), Vec::new(), Vec::new());
+    // An exact search reads every vector, seconds each at ten million, so only the first
+    // queries are judged.
+    let (mut found, mut judged) = (0usize, 0usize);
+    for q in 0..queries + 10 {
+        let filter_on = q % 2 == 1;
+        let request = query_set.request(q, filter_on, "vector");
+        let took = Instant::now();
+        let vector = model
+            .embed(std::slice::from_ref(&request.query))?
+            .pop()
+            .context("no query vector")?;
+        let embedded = took.elapsed().as_secs_f64() * 1000.0;
+        let filter = VectorFilter {
+            project: (!request.project.is_empty()).then(|| request.project.clone()),
+            kinds: request.kinds.clone(),
+            since_ms: (request.since_ms != 0).then_some(request.since_ms),
+            ..VectorFilter::default()
+        };
+        let took = Instant::now();
+        let hits = index.knn(space, &vector, 50, &filter).await?;
+        let searched = took.elapsed().as_secs_f64() * 1000.0;
+        anyhow::ensure!(filter_on || hits.len() == 50, "search found {}", hits.len());
+        if q < 10 {
+            continue;
+        }
+        if q < 10 + RECALL_QUERIES {
+            let truth = index.knn_exact(space, &vector, 10, &filter).await?;
+            let top: std::collections::HashSet<i64> =
+                hits.iter().take(10).map(|&(id, _)| id).collect();
+            found += truth.iter().filter(|(id, _)| top.contains(id)).count();
+            judged += truth.len();
+        }
+        embed.push(embedded);
+        let whole = embedded + searched;
+        if filter_on {
+            filtered.push(whole)
+        } else {
+            plain.push(whole)
+        }
+    }
+    let all: Vec<f64> = plain.iter().chain(&filtered).copied().collect();
+    let ((p50, p95), (_, plain_p95), (_, filtered_p95), (embed_p50, _)) =
+        (spread(all), spread(plain), spread(filtered), spread(embed));
+    Ok(Timed {
+        p50,
+        p95,
+        plain_p95,
+        filtered_p95,
+        embed_p50,
+        recall: found as f64 / judged.max(1) as f64,
+    })
 }
 
 #[cfg(test)]

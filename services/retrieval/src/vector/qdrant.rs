@@ -113,6 +113,10 @@ pub struct Qdrant {
     /// Put before every collection name.
     prefix: String,
     layout: Layout,
+    /// Candidates a search keeps while it walks each segment's graph (Qdrant's `hnsw_ef`);
+    /// `None` leaves it to the server (the collection's `ef_construct`, or the hits asked for
+    /// when more).
+    search_ef: Option<u64>,
 }
 
 impl std::fmt::Debug for Qdrant {
@@ -145,6 +149,7 @@ impl Qdrant {
             client,
             prefix: String::new(),
             layout: Layout::default(),
+            search_ef: None,
         })
     }
 
@@ -164,6 +169,15 @@ impl Qdrant {
         Ok(self)
     }
 
+    /// Keep `ef` candidates while each search walks a segment's graph (`None`: the server's
+    /// choice). More finds more of the true nearest in a collection of a few large segments
+    /// built with a small `ef_construct`, for a slower search (docs/search.md).
+    pub fn with_search_ef(mut self, ef: Option<u64>) -> anyhow::Result<Qdrant> {
+        anyhow::ensure!(ef != Some(0), "MNEME_QDRANT_HNSW_EF must be at least 1");
+        self.search_ef = ef;
+        Ok(self)
+    }
+
     /// Lay out the collections this index creates with `layout`; collections that exist keep
     /// theirs.
     pub fn with_layout(mut self, layout: Layout) -> anyhow::Result<Qdrant> {
@@ -175,6 +189,16 @@ impl Qdrant {
     /// The collection that holds `space`.
     pub fn collection(&self, space: &Space) -> String {
         format!("{}{}", self.prefix, space.table)
+    }
+
+    /// The points in `space`'s collection, or `None` when it has none (no collection).
+    pub async fn points(&self, space: &Space) -> anyhow::Result<Option<u64>> {
+        let collection = self.collection(space);
+        match self.client.collection_info(&collection).await {
+            Ok(info) => Ok(info.result.and_then(|i| i.points_count)),
+            Err(err) if status_code(&err) == Some(GRPC_NOT_FOUND) => Ok(None),
+            Err(err) => Err(err).with_context(|| format!("reading qdrant collection {collection}")),
+        }
     }
 
     /// Stop building search graphs in `space`'s collection until [`Qdrant::resume_indexing`],
@@ -259,16 +283,21 @@ impl Qdrant {
                     .exact(true)
                     .quantization(QuantizationSearchParamsBuilder::default().ignore(true)),
             );
-        } else if self.layout.quantize {
-            // The eight-bit copy ranks; twice the hits asked for are re-scored with the full
-            // vectors, so the order returned is the full vectors' order.
-            request = request.params(
-                SearchParamsBuilder::default().quantization(
+        } else {
+            let mut params = SearchParamsBuilder::default();
+            if let Some(ef) = self.search_ef {
+                params = params.hnsw_ef(ef);
+            }
+            if self.layout.quantize {
+                // The eight-bit copy ranks; twice the hits asked for are re-scored with the
+                // full vectors, so the order returned is the full vectors' order.
+                params = params.quantization(
                     QuantizationSearchParamsBuilder::default()
                         .rescore(true)
                         .oversampling(2.0),
-                ),
-            );
+                );
+            }
+            request = request.params(params);
         }
         let response = self
             .client
@@ -717,6 +746,7 @@ mod tests {
         };
         assert!(layout.check().is_err());
         let index = Qdrant::connect("http://127.0.0.1:1", None, Duration::from_secs(1)).unwrap();
+        assert!(index.clone().with_search_ef(Some(0)).is_err());
         assert!(index.clone().with_prefix("team_a-1_").is_ok());
         assert!(index.with_prefix("team/a").is_err());
     }
@@ -746,6 +776,8 @@ mod tests {
                 ef_construct: Some(32),
                 max_segment_kb: Some(100_000),
             })
+            .unwrap()
+            .with_search_ef(Some(64))
             .unwrap();
         let space = Space {
             model: "test".into(),
