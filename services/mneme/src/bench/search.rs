@@ -119,6 +119,17 @@ impl Options {
     }
 }
 
+/// The last line's latency figures of one measurement named `key`: p50 and p95 of all the
+/// searches, p95 of the plain and of the filtered ones.
+fn latencies(key: &str, [p50, p95, plain, filtered]: [f64; 4]) -> [String; 4] {
+    [
+        format!("p50_ms_{key}={p50:.2}"),
+        format!("p95_ms_{key}={p95:.2}"),
+        format!("p95_plain_ms_{key}={plain:.2}"),
+        format!("p95_filtered_ms_{key}={filtered:.2}"),
+    ]
+}
+
 /// A Qdrant setting as the bench's figures name it: its value, or `default` when the server's
 /// own applies.
 fn or_default(value: Option<u64>) -> String {
@@ -454,11 +465,8 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
     for f in &figures {
         let k = label(f.size);
         let s = &f.service;
+        line.extend(latencies(&k, [s.p50, s.p95, s.plain_p95, s.filtered_p95]));
         line.extend([
-            format!("p50_ms_{k}={:.2}", s.p50),
-            format!("p95_ms_{k}={:.2}", s.p95),
-            format!("p95_plain_ms_{k}={:.2}", s.plain_p95),
-            format!("p95_filtered_ms_{k}={:.2}", s.filtered_p95),
             format!("rss_mb_{k}={:.0}", s.peak_rss_mb),
             format!("start_ms_{k}={:.0}", s.first_answer_ms),
             format!("loaded_ms_{k}={:.0}", s.loaded_ms),
@@ -550,13 +558,11 @@ async fn vectors_only(
                 "search {size}{at}: query embedding and vector search p50_ms={:.2} p95_ms={:.2} (plain p95 {:.2}, filtered p95 {:.2}; embedding alone p50 {:.2}); recall@10 against exact search {:.3} over {RECALL_QUERIES} queries",
                 m.p50, m.p95, m.plain_p95, m.filtered_p95, m.embed_p50, m.recall
             );
-            line.extend([
-                format!("recall10_{k}{at}={:.3}", m.recall),
-                format!("p50_ms_{k}{at}={:.2}", m.p50),
-                format!("p95_ms_{k}{at}={:.2}", m.p95),
-                format!("p95_plain_ms_{k}{at}={:.2}", m.plain_p95),
-                format!("p95_filtered_ms_{k}{at}={:.2}", m.filtered_p95),
-            ]);
+            line.push(format!("recall10_{k}{at}={:.3}", m.recall));
+            line.extend(latencies(
+                &format!("{k}{at}"),
+                [m.p50, m.p95, m.plain_p95, m.filtered_p95],
+            ));
         }
         if let Some((upload_s, indexed_s)) = built {
             line.extend([
