@@ -130,6 +130,17 @@ fn latencies(key: &str, [p50, p95, plain, filtered]: [f64; 4]) -> [String; 4] {
     ]
 }
 
+/// A true-or-false setting of the environment, `default` when unset; anything else is an error
+/// naming it.
+fn flag(name: &str, default: bool) -> anyhow::Result<bool> {
+    match std::env::var(name).as_deref() {
+        Ok("true" | "1") => Ok(true),
+        Ok("false" | "0") => Ok(false),
+        Ok(other) => Err(anyhow::anyhow!("{name}={other:?}: expected true or false")),
+        Err(_) => Ok(default),
+    }
+}
+
 /// A Qdrant setting as the bench's figures name it: its value, or `default` when the server's
 /// own applies.
 fn or_default(value: Option<u64>) -> String {
@@ -419,12 +430,6 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
         }
         args.qdrant_api_key = std::env::var("MNEME_QDRANT_API_KEY").ok();
         // The layout of the collections the bench creates, as retrieval reads it.
-        let flag = |name: &str, default: bool| match std::env::var(name).as_deref() {
-            Ok("true" | "1") => Ok(true),
-            Ok("false" | "0") => Ok(false),
-            Ok(other) => Err(anyhow::anyhow!("{name}={other:?}: expected true or false")),
-            Err(_) => Ok(default),
-        };
         args.qdrant_on_disk = flag("MNEME_QDRANT_ON_DISK", args.qdrant_on_disk)?;
         args.qdrant_quantize = flag("MNEME_QDRANT_QUANTIZE", args.qdrant_quantize)?;
         let number = |name: &str| -> anyhow::Result<Option<u64>> {
@@ -493,10 +498,7 @@ async fn vectors_only(
     use retrieval::vector::{Space, VectorIndex as _};
     // `MNEME_BENCH_REUSE=1` keeps the collections for a later run and searches one already
     // holding as many points rather than loading it again.
-    let reuse = matches!(
-        std::env::var("MNEME_BENCH_REUSE").as_deref(),
-        Ok("1" | "true")
-    );
+    let reuse = flag("MNEME_BENCH_REUSE", false)?;
     // `MNEME_BENCH_HNSW_EF=64,128`: each collection is also searched with these beams
     // (`MNEME_QDRANT_HNSW_EF`), after the server's own.
     let search_efs: Vec<u64> = match std::env::var("MNEME_BENCH_HNSW_EF") {
