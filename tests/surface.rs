@@ -287,31 +287,44 @@ fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
 fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
     use std::io::BufRead as _;
     let home = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let api_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut up = std::process::Command::new(crate::harness::binary("mneme"))
-        .arg("up")
-        .env_remove("MNEME_NATS_URL")
-        .env("MNEME_HOME", home.path())
-        .env("MNEME_NATS_PORT", port.to_string())
-        .env("MNEME_API_ADDR", format!("127.0.0.1:{api_port}"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(home.path().join("up.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let mut first_line = String::new();
-    std::io::BufReader::new(up.stdout.take().unwrap())
-        .read_line(&mut first_line)
-        .unwrap();
-    assert!(first_line.starts_with("mneme is up"), "{first_line}");
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    // The ports are chosen free and let go before `up` binds them, so a test running beside
+    // this one can take one in between; `up` then stops saying the port is taken, and only
+    // then is it started again on other ports.
+    let mut attempts = 0;
+    let (mut up, port, api_port) = loop {
+        attempts += 1;
+        let (port, api_port) = (free_port(), free_port());
+        let mut up = std::process::Command::new(crate::harness::binary("mneme"))
+            .arg("up")
+            .env_remove("MNEME_NATS_URL")
+            .env("MNEME_HOME", home.path())
+            .env("MNEME_NATS_PORT", port.to_string())
+            .env("MNEME_API_ADDR", format!("127.0.0.1:{api_port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(home.path().join("up.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut first_line = String::new();
+        std::io::BufReader::new(up.stdout.take().unwrap())
+            .read_line(&mut first_line)
+            .unwrap();
+        if first_line.starts_with("mneme is up") {
+            break (up, port, api_port);
+        }
+        let exited = up.wait().unwrap();
+        let log = std::fs::read_to_string(home.path().join("up.log")).unwrap_or_default();
+        assert!(
+            log.contains("is taken") && attempts < 3,
+            "mneme up did not come up ({exited}): {first_line:?}\nup.log:\n{log}"
+        );
+    };
     let url = format!("nats://127.0.0.1:{port}");
     let env = [
         ("MNEME_NATS_URL", url.as_str()),

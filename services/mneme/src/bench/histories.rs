@@ -15,7 +15,7 @@
 //!
 //! The generator is deterministic (a small LCG seeded by the history's index). Histories with
 //! an even index are the development half, odd ones the test half; `MNEME_BENCH_HISTORIES`
-//! sets how many (12 by default).
+//! sets how many (12 by default), and `MNEME_BENCH_HALF=dev` or `test` runs one half only.
 //!
 //! Each history goes through the real entry points: its sessions are written as Claude Code
 //! transcripts (one JSONL file a session, one project) and loaded by the release
@@ -2323,7 +2323,15 @@ pub async fn histories() -> anyhow::Result<()> {
         .copied()
         .chain(sweep.iter().map(|(label, _)| *label))
         .collect();
-    for index in 0..count {
+    // `MNEME_BENCH_HALF=dev` (or `test`) measures one half only: a sweep of constants is run
+    // on the development half, and that half alone takes half the time.
+    let halves: &[usize] = match std::env::var("MNEME_BENCH_HALF").as_deref() {
+        Err(_) => &[0, 1],
+        Ok("dev") => &[0],
+        Ok("test") => &[1],
+        Ok(other) => anyhow::bail!("MNEME_BENCH_HALF={other:?}: dev or test"),
+    };
+    for index in (0..count).filter(|i| halves.contains(&(i % 2))) {
         let history = generate(index);
         let half = index % 2;
         let took = Instant::now();
@@ -2389,6 +2397,9 @@ pub async fn histories() -> anyhow::Result<()> {
     }
 
     for (half, name) in [(0, "development"), (1, "test")] {
+        if !halves.contains(&half) {
+            continue;
+        }
         println!(
             "\n{name} half (histories with {} index): session recall, %",
             if half == 0 { "even" } else { "odd" }
