@@ -184,6 +184,64 @@ async fn search_time_words_rank_the_items_of_the_time_they_name() {
     app.stop_services().await;
 }
 
+/// "Two weeks before the Lisbon conference": the span is placed against the day the memory
+/// says the event happened, not against a date in the question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_a_span_before_or_after_an_event_is_placed_on_the_events_day() {
+    let mut app = App::start().await;
+    const EVENTS: &str = "/work/events";
+    // The same work, told the same way, on four days; the conference on 20 January.
+    let work = [
+        ("w1", at(2025, 12, 1)),
+        ("w2", at(2026, 1, 6)),
+        ("w3", at(2026, 1, 23)),
+        ("w4", at(2026, 2, 10)),
+    ];
+    let texts: Vec<String> = (1..=work.len())
+        .map(|n| format!("worked on the invoice exporter retries, attempt {n}"))
+        .collect();
+    let mut sent: Vec<(&str, &str, i64, &str)> = work
+        .iter()
+        .zip(&texts)
+        .map(|((session, ms), text)| (*session, EVENTS, *ms, text.as_str()))
+        .collect();
+    sent.push((
+        "trip",
+        EVENTS,
+        at(2026, 1, 20),
+        "Back from the conference in Lisbon, lots of ideas to try.",
+    ));
+    publish(&app, &sent).await;
+    let asked = |query: &str| SearchRequest {
+        as_of_ms: as_of(),
+        ..prompts(query, EVENTS)
+    };
+
+    // Without a time, the latest work leads.
+    assert_eq!(
+        first_day(&app, asked("invoice exporter retries")).await,
+        "2026-02-10"
+    );
+    for (query, day) in [
+        (
+            "invoice exporter retries two weeks before the Lisbon conference",
+            "2026-01-06",
+        ),
+        (
+            "what did I do on the invoice exporter the week after the conference in Lisbon?",
+            "2026-01-23",
+        ),
+        // An event the memory does not hold cannot be dated: ranked as with no time named.
+        (
+            "invoice exporter retries two weeks before the Kyoto offsite",
+            "2026-02-10",
+        ),
+    ] {
+        assert_eq!(first_day(&app, asked(query)).await, day, "{query}");
+    }
+    app.stop_services().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_time_a_later_statement_on_the_same_subject_ranks_first() {
     let mut app = App::start().await;

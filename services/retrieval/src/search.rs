@@ -207,7 +207,15 @@ impl Searcher {
             0 => common::time::now_ms(),
             ms => ms,
         };
-        let when = when::parse(&request.query, as_of);
+        let mut when = when::parse(&request.query, as_of);
+        if when.window.is_none()
+            && let Some(anchor) = when.anchor.take()
+        {
+            when.window = self
+                .date_event(&anchor.event, request)
+                .await
+                .map(|at| anchor.window(at));
+        }
         let terms = text::query_terms(&when.text);
         let (where_sql, binds) = filters(request);
         // The full-text search runs on SQLite's thread while the query is embedded and the
@@ -468,6 +476,42 @@ impl Searcher {
         let mut hits = hits;
         self.fill_origins(&mut hits).await?;
         Ok((hits, mode))
+    }
+
+    /// When the event a query places its time against happened ("two weeks before the Lisbon
+    /// conference"): the time of the best match for the words naming it, searched with the
+    /// query's own filters and time. Nothing when no item names the event well enough
+    /// ([`EVENT_RELEVANCE`]) or the search fails, and the question is then ranked as if it named
+    /// no time: an event dated by an item about something else would move the wrong items up.
+    ///
+    /// Boxed as a sendable future: this search runs inside another, and naming the type breaks
+    /// the cycle the compiler would otherwise follow. The event's words are shorter than the
+    /// question, so it goes at most as deep as the question nests such spans.
+    fn date_event<'a>(
+        &'a self,
+        event: &'a str,
+        request: &'a SearchRequest,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Option<i64>> + Send + 'a>> {
+        Box::pin(async move {
+            let dating = SearchRequest {
+                query: event.to_owned(),
+                limit: 1,
+                group: String::new(),
+                min_relevance: EVENT_RELEVANCE,
+                ..request.clone()
+            };
+            match self.search(&dating).await {
+                Ok((hits, _)) => {
+                    let at = hits.first().map(|hit| hit.occurred_at_ms);
+                    tracing::debug!(event, at_ms = ?at, "dated the event a query names");
+                    at
+                }
+                Err(error) => {
+                    tracing::warn!(error = %format!("{error:#}"), event, "could not date the event a query names");
+                    None
+                }
+            }
+        })
     }
 
     /// Name the team member whose machine each hit's session ran on, for memory that came
@@ -847,6 +891,11 @@ fn contains_word(text: &str, word: &str) -> bool {
         !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
     })
 }
+
+/// How well an item must match the words naming an event to date it: half of those words, or
+/// a cosine of 0.5 with them alone (see [`relevance`]). Below that, "the Kyoto offsite" would be
+/// dated by any conference the memory holds.
+const EVENT_RELEVANCE: f64 = 0.25;
 
 /// A calibrated relevance in 0..1 that thresholds compare against: the share of query terms an
 /// item contains and, with a model, how close its meaning is (cosine below 0.25 counts as

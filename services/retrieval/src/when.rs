@@ -1,6 +1,7 @@
 //! Time in questions: the relative and absolute time expressions of an English query ("yesterday",
 //! "two weeks ago", "in May 2025", "on 2026-02-12", "the first time"), resolved against the
-//! time the question is asked.
+//! time the question is asked. A span placed against an event rather than a date ("two weeks
+//! before the Lisbon conference") is resolved by search, which finds when the event happened.
 //!
 //! Search uses what this finds to rank by the items' own times, never to filter: a misread
 //! expression may move an answer down, but cannot hide it. The expressions are taken out of the
@@ -27,6 +28,37 @@ pub struct When {
     /// The span the question points at, `[from, until)` in Unix milliseconds.
     pub window: Option<(i64, i64)>,
     pub order: Option<Order>,
+    /// A span placed against an event the query names instead of a date, when no window was
+    /// named: search finds the event's time and takes [`Anchor::window`] of it.
+    pub anchor: Option<Anchor>,
+}
+
+/// "Two weeks before the Lisbon conference", "the week after I moved": a span whose day is that
+/// of an event the query names, which only the memory can date.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anchor {
+    /// The words naming the event, lowercase: what search looks for to date it.
+    pub event: String,
+    span: Span,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Span {
+    /// `n` units before the event (negative: after), as wide as the unit is uncertain.
+    Around(i64, Unit),
+    /// The whole unit right before the event (`true`) or right after it.
+    Next(Unit, bool),
+}
+
+impl Anchor {
+    /// The window, `[from, until)` in Unix milliseconds, once the event is dated at `at_ms`.
+    pub fn window(&self, at_ms: i64) -> (i64, i64) {
+        let day = day_of(at_ms);
+        match self.span {
+            Span::Around(n, unit) => around(day, n, unit),
+            Span::Next(unit, before) => next_to(day, unit, before),
+        }
+    }
 }
 
 const WEEKDAYS: [&str; 7] = [
@@ -50,6 +82,8 @@ struct Word {
     text: String,
     start: usize,
     end: usize,
+    /// Punctuation that ends a clause (`,` `.` `;` `:` `?` `!`) follows the word.
+    ends_clause: bool,
 }
 
 fn words(query: &str) -> Vec<Word> {
@@ -68,8 +102,14 @@ fn words(query: &str) -> Vec<Word> {
                 text: query[s..at].to_lowercase(),
                 start: s,
                 end: at,
+                ends_clause: false,
             });
         }
+    }
+    let ends = |between: &str| between.contains([',', '.', ';', ':', '?', '!']);
+    for k in 0..out.len() {
+        let until = out.get(k + 1).map_or(query.len(), |next| next.start);
+        out[k].ends_clause = ends(&query[out[k].end..until]);
     }
     out
 }
@@ -242,12 +282,46 @@ fn with_year(w: &[Word], i: usize, today: i64, m: i64, d: i64) -> Option<(i64, u
     ))
 }
 
+/// The whole unit right before `day` (`before`), or right after it: "the week before" a day.
+fn next_to(day: i64, unit: Unit, before: bool) -> (i64, i64) {
+    let span = unit_days(unit);
+    if before {
+        ((day - span) * DAY_MS, day * DAY_MS)
+    } else {
+        ((day + 1) * DAY_MS, (day + 1 + span) * DAY_MS)
+    }
+}
+
+/// Most words an event's name is taken to have: a longer clause is more likely to go on with
+/// what the question asks than to be naming the event.
+const EVENT_WORDS: usize = 6;
+
+/// The event named at `i`, when "before" or "after" is followed by words rather than a date:
+/// the words up to the end of the clause (at most [`EVENT_WORDS`]), with how many they are.
+/// Nothing when they are all stopwords ("a week before it"): there is nothing to date.
+fn event_at(w: &[Word], i: usize) -> Option<(String, usize)> {
+    let mut len = 0;
+    while i + len < w.len() && len < EVENT_WORDS {
+        len += 1;
+        if w[i + len - 1].ends_clause {
+            break;
+        }
+    }
+    let words: Vec<&str> = w[i..i + len].iter().map(|w| w.text.as_str()).collect();
+    let event = words.join(" ");
+    let named = crate::text::query_terms(&event)
+        .iter()
+        .any(|t| !crate::text::is_stopword(t));
+    named.then_some((event, len))
+}
+
 /// One expression found: the words it spans and what it means.
 struct Found {
     from: usize,
     to: usize,
     window: Option<(i64, i64)>,
     order: Option<Order>,
+    anchor: Option<Anchor>,
 }
 
 /// The expression starting at word `i`, if any, with `as_of` the time the question is asked.
@@ -256,12 +330,22 @@ fn expression_at(w: &[Word], i: usize, as_of: i64) -> Option<Found> {
     let (this_year, this_month, _) = civil_from_days(today);
     let text = |k: usize| w.get(i + k).map(|w| w.text.as_str()).unwrap_or("");
     let previous = i.checked_sub(1).map(|p| w[p].text.as_str()).unwrap_or("");
+    let anchored = |len: usize, event: String, span: Span| {
+        Some(Found {
+            from: i,
+            to: i + len,
+            window: None,
+            order: None,
+            anchor: Some(Anchor { event, span }),
+        })
+    };
     let found = |len: usize, window: (i64, i64)| {
         Some(Found {
             from: i,
             to: i + len,
             window: Some(window),
             order: None,
+            anchor: None,
         })
     };
     let ordered = |len: usize, order: Order| {
@@ -270,6 +354,7 @@ fn expression_at(w: &[Word], i: usize, as_of: i64) -> Option<Found> {
             to: i + len,
             window: None,
             order: Some(order),
+            anchor: None,
         })
     };
 
@@ -366,27 +451,30 @@ fn expression_at(w: &[Word], i: usize, as_of: i64) -> Option<Found> {
         let u = unit(text(skip));
         match (u, text(skip + 1)) {
             (Some(u), "ago") => return found(skip + 2, around(today, n, u)),
-            // "two weeks before 11 August 2023", "three days after 2026-02-12".
+            // "two weeks before 11 August 2023", "three days after 2026-02-12"; or before an
+            // event, "two weeks before the Lisbon conference", which search dates.
             (Some(u), word @ ("before" | "after")) => {
+                let n = if word == "before" { n } else { -n };
                 if let Some((anchor, len)) = date_at(w, i + skip + 2, today) {
-                    let n = if word == "before" { n } else { -n };
                     return found(skip + 2 + len, around(anchor, n, u));
+                }
+                if let Some((event, len)) = event_at(w, i + skip + 2) {
+                    return anchored(skip + 2 + len, event, Span::Around(n, u));
                 }
             }
             _ => {}
         }
     }
-    // "the week before 3 August 2023": the span of one unit up to the date.
-    if let ("the", Some(u), "before" | "after") = (text(0), unit(text(1)), text(2))
-        && let Some((anchor, len)) = date_at(w, i + 3, today)
-    {
-        let span = unit_days(u);
-        let window = if text(2) == "before" {
-            ((anchor - span) * DAY_MS, anchor * DAY_MS)
-        } else {
-            ((anchor + 1) * DAY_MS, (anchor + 1 + span) * DAY_MS)
-        };
-        return found(3 + len, window);
+    // "the week before 3 August 2023": the span of one unit up to the date; "the week after I
+    // moved": up to an event, which search dates.
+    if let ("the", Some(u), word @ ("before" | "after")) = (text(0), unit(text(1)), text(2)) {
+        let before = word == "before";
+        if let Some((anchor, len)) = date_at(w, i + 3, today) {
+            return found(3 + len, next_to(anchor, u, before));
+        }
+        if let Some((event, len)) = event_at(w, i + 3) {
+            return anchored(3 + len, event, Span::Next(u, before));
+        }
     }
 
     // Calendar dates and months.
@@ -449,6 +537,9 @@ pub fn parse(query: &str, as_of: i64) -> When {
         }
         if when.order.is_none() {
             when.order = found.order;
+        }
+        if when.window.is_none() && when.anchor.is_none() {
+            when.anchor = found.anchor;
         }
         i = found.to;
     }
@@ -582,6 +673,71 @@ mod tests {
             window("what the kids did the week before August 3, 2023"),
             span("2023-07-27", "2023-08-02")
         );
+    }
+
+    /// The event's name, and the window once the event is dated at `event_day`.
+    fn anchored(query: &str, event_day: i64) -> Option<(String, String, String, String)> {
+        let when = parse(query, AS_OF);
+        assert_eq!(when.window, None, "{query}");
+        let anchor = when.anchor?;
+        let (from, until) = anchor.window(event_day * DAY_MS + 10 * 3_600_000);
+        Some((
+            anchor.event,
+            common::time::utc_day(from),
+            common::time::utc_day(until - 1),
+            when.text,
+        ))
+    }
+
+    #[test]
+    fn spans_placed_against_an_event_wait_for_search_to_date_it() {
+        let lisbon = day(2025, 10, 20);
+        let owned = |a: &str, b: &str, c: &str, d: &str| {
+            Some((a.to_owned(), b.to_owned(), c.to_owned(), d.to_owned()))
+        };
+        assert_eq!(
+            anchored(
+                "What did I work on two weeks before the Lisbon conference?",
+                lisbon
+            ),
+            owned(
+                "the lisbon conference",
+                "2025-10-03",
+                "2025-10-09",
+                // A preposition before a time expression goes with it, as it does elsewhere.
+                "What did I work ?"
+            )
+        );
+        // The event's name ends with its clause, and "after" counts forward.
+        assert_eq!(
+            anchored(
+                "three days after I moved to Berlin, which bug did we fix",
+                lisbon
+            ),
+            owned(
+                "i moved to berlin",
+                "2025-10-23",
+                "2025-10-23",
+                ", which bug did we fix"
+            )
+        );
+        assert_eq!(
+            anchored("the flaky test the week after the release", lisbon),
+            owned("the release", "2025-10-21", "2025-10-27", "the flaky test")
+        );
+        assert_eq!(
+            anchored("deploys the month before the migration", lisbon),
+            owned("the migration", "2025-09-20", "2025-10-19", "deploys")
+        );
+        // A date is still a date; and "it" names nothing that can be dated.
+        assert!(
+            parse("the puppy two weeks before August 11, 2023", AS_OF)
+                .anchor
+                .is_none()
+        );
+        let it = parse("what broke a day after it", AS_OF);
+        assert_eq!((it.window, it.anchor), (None, None));
+        assert_eq!(it.text, "what broke a day after it");
     }
 
     #[test]
