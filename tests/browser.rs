@@ -44,11 +44,7 @@ impl Browser {
             .map(PathBuf::from)
             .or_else(|| find_on_path("chromium"))
             .or_else(|| find_on_path("google-chrome"))?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::harness::free_port();
         let driver = Command::new(driver_path)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())

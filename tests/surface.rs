@@ -1,7 +1,7 @@
 //! What users and agents see: injected context, `mneme status`, `mneme search`,
 //! `mneme hooks install`.
 
-use crate::harness::App;
+use crate::harness::{App, free_port};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -287,13 +287,6 @@ fn hooks_install_is_idempotent_and_uninstall_restores_the_file() {
 fn mneme_up_starts_its_own_nats_runs_everything_and_stops_cleanly() {
     use std::io::BufRead as _;
     let home = tempfile::tempdir().unwrap();
-    let free_port = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
     // The ports are chosen free and let go before `up` binds them, so a test running beside
     // this one can take one in between; `up` then stops saying the port is taken, and only
     // then is it started again on other ports.
@@ -421,11 +414,7 @@ fn mneme_up_with_its_port_taken_says_which_and_what_to_do() {
     let home = tempfile::tempdir().unwrap();
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = held.local_addr().unwrap().port();
-    let free_nats_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let free_nats_port = free_port();
     let run = |api: u16, nats: u16| {
         std::process::Command::new(crate::harness::binary("mneme"))
             .arg("up")
@@ -459,11 +448,7 @@ fn mneme_up_with_its_port_taken_says_which_and_what_to_do() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 
     // The local nats-server's port.
-    let free_api_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let free_api_port = free_port();
     let output = run(free_api_port, port);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
@@ -649,11 +634,7 @@ async fn unreachable_nats_and_a_store_in_use_say_what_to_do() {
     let app = App::start_core().await;
     let dir = tempfile::tempdir().unwrap();
     small_transcript(dir.path(), "err-1");
-    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let nobody = free_port();
     let output = std::process::Command::new(crate::harness::binary("mneme"))
         .args(["import", "claude-code", "--path"])
         .arg(dir.path())
@@ -771,11 +752,7 @@ fn mneme_up_without_the_model_says_semantic_search_is_off_and_how_to_fix_it() {
 #[test]
 fn status_and_errors_never_show_a_nats_urls_credentials() {
     let home = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let password = (
         format!("nats://alice:pw-5d8c1f0b7a93@127.0.0.1:{port}"),
         format!("nats://alice:***@127.0.0.1:{port}"),

@@ -309,10 +309,14 @@ fn event_at(w: &[Word], i: usize) -> Option<(String, usize)> {
     }
     let words: Vec<&str> = w[i..i + len].iter().map(|w| w.text.as_str()).collect();
     let event = words.join(" ");
-    let named = crate::text::query_terms(&event)
+    says_something(&event).then_some((event, len))
+}
+
+/// Whether `text` holds a word to match that is not a stopword.
+fn says_something(text: &str) -> bool {
+    crate::text::query_terms(text)
         .iter()
-        .any(|t| !crate::text::is_stopword(t));
-    named.then_some((event, len))
+        .any(|t| !crate::text::is_stopword(t))
 }
 
 /// One expression found: the words it spans and what it means.
@@ -557,10 +561,7 @@ pub fn parse(query: &str, as_of: i64) -> When {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     // A question that is only about time ("what happened yesterday?") keeps its words: with
     // nothing else to match, matching them is better than matching nothing.
-    let meaningful = crate::text::query_terms(&text)
-        .iter()
-        .any(|t| !crate::text::is_stopword(t));
-    if meaningful {
+    if says_something(&text) {
         when.text = text;
     }
     when
