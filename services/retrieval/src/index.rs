@@ -694,7 +694,7 @@ async fn insert_item(
 }
 
 /// The full-text row of an item: what `memory_fts` and the in-memory copy both index.
-fn fts_columns(
+pub fn fts_columns(
     title: &str,
     text: &str,
     prev: &str,

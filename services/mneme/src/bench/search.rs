@@ -43,6 +43,9 @@ struct Options {
     /// Only the vector index, filled directly (`--vectors-only`, Qdrant): sizes past what one
     /// machine's store holds, where the items themselves would not fit.
     vectors_only: bool,
+    /// Only the in-memory full-text copy, filled directly (`--full-text-only`): its ranking
+    /// alone, which a profiler can look at without a store behind it.
+    full_text_only: bool,
 }
 
 /// A size as written on the command line: digits, with `_` allowed and `k` or `m` for
@@ -79,6 +82,7 @@ impl Options {
         };
         let mut index = Index::Sqlite;
         let mut vectors_only = false;
+        let mut full_text_only = false;
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             let (flag, inline) = match arg.split_once('=') {
@@ -93,6 +97,7 @@ impl Options {
             };
             match flag {
                 "--vectors-only" => vectors_only = true,
+                "--full-text-only" => full_text_only = true,
                 "--items" => sizes = parse_sizes(&value()?)?,
                 "--index" => {
                     index = match value()?.as_str() {
@@ -102,7 +107,7 @@ impl Options {
                     }
                 }
                 other => anyhow::bail!(
-                    "unknown argument {other:?}; usage: mneme-bench search [--items N[,N...]] [--index sqlite|qdrant] [--vectors-only]"
+                    "unknown argument {other:?}; usage: mneme-bench search [--items N[,N...]] [--index sqlite|qdrant] [--vectors-only | --full-text-only]"
                 ),
             }
         }
@@ -111,10 +116,15 @@ impl Options {
             !vectors_only || index == Index::Qdrant,
             "--vectors-only measures a Qdrant collection: add --index qdrant"
         );
+        anyhow::ensure!(
+            !(vectors_only && full_text_only),
+            "--vectors-only and --full-text-only each measure one half: choose one"
+        );
         Ok(Options {
             sizes,
             index,
             vectors_only,
+            full_text_only,
         })
     }
 }
@@ -401,6 +411,16 @@ impl Queries {
     }
 }
 
+/// What a bench query's filters ask of an index, as search hands them on.
+fn filter_of(request: &proto::SearchRequest) -> retrieval::vector::VectorFilter {
+    retrieval::vector::VectorFilter {
+        project: (!request.project.is_empty()).then(|| request.project.clone()),
+        kinds: request.kinds.clone(),
+        since_ms: (request.since_ms != 0).then_some(request.since_ms),
+        ..Default::default()
+    }
+}
+
 /// p50 and p95 of timings in milliseconds.
 fn spread(timings: Vec<f64>) -> (f64, f64) {
     let timings = sorted(timings);
@@ -455,6 +475,9 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
     if options.vectors_only {
         return vectors_only(&options, &args, queries).await;
     }
+    if options.full_text_only {
+        return full_text_only(&options, queries);
+    }
     let setup = Setup {
         index: options.index,
         mneme: service_binary()?,
@@ -478,6 +501,86 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
             format!("store_mb_{k}={:.0}", f.store_bytes as f64 / 1e6),
             format!("fill_s_{k}={:.0}", f.fill_s),
         ]);
+    }
+    println!("search: {}", line.join(" "));
+    Ok(())
+}
+
+/// The in-memory full-text copy's ranking alone at each size: the copy is filled directly with
+/// the rows the store's fill would index (each item with the two before it in its session as
+/// context), and the bench's queries, half of them filtered, are ranked as a hybrid search of
+/// ten ranks them (the search's column weights and depth). No store, model or service: this is
+/// the part to look at with a profiler.
+fn full_text_only(options: &Options, queries: usize) -> anyhow::Result<()> {
+    let tuning = Tuning::default();
+    let limit = 10usize;
+    let depth = (limit * tuning.depth as usize).max(tuning.min_depth as usize);
+    let mut line = vec!["index=full-text-only".to_owned()];
+    for &size in &options.sizes {
+        let lexical = retrieval::lexical::Lexical::new();
+        let started = Instant::now();
+        let now = common::time::now_ms();
+        let mut docs = Vec::with_capacity(FILL_BATCH);
+        let (mut prev, mut prev2) = (String::new(), String::new());
+        for i in 0..size {
+            let text = synthetic_text(i as u64);
+            if i % SESSION_ITEMS == 0 {
+                (prev, prev2) = (String::new(), String::new());
+            }
+            let title: String = synthetic_text(i as u64 * 7 + 3).chars().take(60).collect();
+            let occurred_at = now - (size - i) as i64 * ITEM_GAP_MS;
+            docs.push(retrieval::lexical::LexDoc {
+                id: i as i64 + 1,
+                project: format!("/work/project-{}", i % PROJECTS),
+                kind: KINDS[i % KINDS.len()].to_owned(),
+                session_id: format!("session-{}", i / SESSION_ITEMS),
+                occurred_at,
+                columns: retrieval::index::fts_columns(&title, &text, &prev, &prev2, occurred_at),
+            });
+            prev2 = std::mem::replace(&mut prev, text);
+            if docs.len() == FILL_BATCH || i + 1 == size {
+                lexical.load(&docs);
+                docs.clear();
+            }
+        }
+        lexical.set_ready();
+        let (held, bytes) = lexical.size();
+        println!(
+            "search {size}: full-text copy of {held} items filled in {:.1}s, {:.1} MB",
+            started.elapsed().as_secs_f64(),
+            bytes as f64 / 1e6
+        );
+        let query_set = Queries {
+            since_ms: now - (size as i64 / 4) * ITEM_GAP_MS,
+        };
+        let (mut plain, mut filtered) = (Vec::new(), Vec::new());
+        for q in 0..queries + 10 {
+            let request = query_set.request(q, q % 2 == 1, "fts");
+            let phrases = store::fts::phrases(&request.query);
+            let filter = filter_of(&request);
+            let took = Instant::now();
+            let found = lexical
+                .search(&phrases, &tuning.columns, &filter, depth)
+                .context("the full-text copy did not answer")?;
+            let ms = took.elapsed().as_secs_f64() * 1000.0;
+            anyhow::ensure!(q % 2 == 1 || !found.is_empty(), "ranking found nothing");
+            if q >= 10 {
+                if q % 2 == 1 {
+                    &mut filtered
+                } else {
+                    &mut plain
+                }
+                .push(ms);
+            }
+        }
+        let all: Vec<f64> = plain.iter().chain(&filtered).copied().collect();
+        let (p50, p95) = spread(all);
+        let (_, plain_p95) = spread(plain);
+        let (_, filtered_p95) = spread(filtered);
+        println!(
+            "search {size}: full-text ranking alone p50_ms={p50:.2} p95_ms={p95:.2} (plain p95 {plain_p95:.2}, filtered p95 {filtered_p95:.2}), depth {depth}"
+        );
+        line.extend(latencies(&label(size), [p50, p95, plain_p95, filtered_p95]));
     }
     println!("search: {}", line.join(" "));
     Ok(())
@@ -1435,7 +1538,7 @@ async fn time_queries(
     query_set: &Queries,
     queries: usize,
 ) -> anyhow::Result<Timed> {
-    use retrieval::vector::{VectorFilter, VectorIndex as _};
+    use retrieval::vector::VectorIndex as _;
     let (mut embed, mut plain, mut filtered) = (Vec::new(), Vec::new(), Vec::new());
     // An exact search reads every vector, seconds each at ten million, so only the first
     // queries are judged.
@@ -1449,12 +1552,7 @@ async fn time_queries(
             .pop()
             .context("no query vector")?;
         let embedded = took.elapsed().as_secs_f64() * 1000.0;
-        let filter = VectorFilter {
-            project: (!request.project.is_empty()).then(|| request.project.clone()),
-            kinds: request.kinds.clone(),
-            since_ms: (request.since_ms != 0).then_some(request.since_ms),
-            ..VectorFilter::default()
-        };
+        let filter = filter_of(&request);
         let took = Instant::now();
         let hits = index.knn(space, &vector, 50, &filter).await?;
         let searched = took.elapsed().as_secs_f64() * 1000.0;
