@@ -547,9 +547,7 @@ impl Searcher {
         where_sql: &str,
         binds: &[Bind],
     ) -> anyhow::Result<Vec<Row>> {
-        let marks = vec!["?"; ids.len()].join(", ");
-        let sql =
-            format!("SELECT {ROW_COLUMNS} FROM memory_items m WHERE m.id IN ({marks}) {where_sql}");
+        let sql = rows_by_id_sql(ids.len(), where_sql);
         let mut query = sqlx::query_as::<_, Row>(sqlx::AssertSqlSafe(sql));
         for id in ids {
             query = query.bind(id);
@@ -575,11 +573,7 @@ impl Searcher {
         let mut found = Vec::new();
         // SQLite caps bound parameters; a few hundred pairs per statement stays far below.
         for chunk in wanted.chunks(400) {
-            let pairs = vec!["(?, ?)"; chunk.len()].join(", ");
-            let sql = format!(
-                "SELECT {ROW_COLUMNS} FROM memory_items m
-                 WHERE (m.session_id, m.seq) IN (VALUES {pairs}) {where_sql}"
-            );
+            let sql = neighbours_sql(chunk.len(), where_sql);
             let mut query = sqlx::query_as::<_, Row>(sqlx::AssertSqlSafe(sql));
             for (session, seq) in chunk {
                 query = query.bind(*session).bind(*seq);
@@ -626,6 +620,22 @@ impl Searcher {
         }
         Ok(())
     }
+}
+
+/// The candidates' rows: `ids` ids, with the search's filters (`where_sql`, each ` AND …`).
+fn rows_by_id_sql(ids: usize, where_sql: &str) -> String {
+    let marks = vec!["?"; ids].join(", ");
+    format!("SELECT {ROW_COLUMNS} FROM memory_items m WHERE m.id IN ({marks}) {where_sql}")
+}
+
+/// The rows at `pairs` (session, place) pairs, with the search's filters: SQLite looks each
+/// pair up in the session index (a test checks the plan).
+fn neighbours_sql(pairs: usize, where_sql: &str) -> String {
+    let pairs = vec!["(?, ?)"; pairs].join(", ");
+    format!(
+        "SELECT {ROW_COLUMNS} FROM memory_items m
+         WHERE (m.session_id, m.seq) IN (VALUES {pairs}) {where_sql}"
+    )
 }
 
 fn bind_all<'q, O>(
@@ -977,6 +987,68 @@ mod tests {
     use super::*;
 
     const DAY: i64 = common::time::DAY_MS;
+
+    /// A search loads its candidates and their neighbours by looking each one up, whatever
+    /// filters it has: SQLite's plan for either statement finds each row by its id or by its
+    /// place in its session. Without the unary plus on the project filter, it walks the
+    /// project's index instead, every item of the project for each search.
+    #[tokio::test]
+    async fn candidates_and_neighbours_are_looked_up_not_scanned() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store::Store::open(&dir.path().join("m.db")).await.unwrap();
+        let requests = [
+            SearchRequest::default(),
+            SearchRequest {
+                project: "/work/p".into(),
+                kinds: vec!["tool".into(), "prompt".into()],
+                since_ms: 5,
+                until_ms: 50,
+                ..Default::default()
+            },
+            SearchRequest {
+                sessions: vec!["s1".into()],
+                exclude_sessions: vec!["s2".into()],
+                file: "src/main.rs".into(),
+                concept: "retry".into(),
+                ..Default::default()
+            },
+        ];
+        for request in &requests {
+            let (where_sql, binds) = filters(request);
+            for (sql, keys) in [
+                (rows_by_id_sql(3, &where_sql), 3),
+                (neighbours_sql(3, &where_sql), 6),
+            ] {
+                let explain = format!("EXPLAIN QUERY PLAN {sql}");
+                let mut query =
+                    sqlx::query_as::<_, (i64, i64, i64, String)>(sqlx::AssertSqlSafe(explain));
+                for k in 0..keys {
+                    query = if sql.contains("m.seq) IN") && k % 2 == 0 {
+                        query.bind(format!("s{k}"))
+                    } else {
+                        query.bind(k as i64)
+                    };
+                }
+                let plan: Vec<String> = bind_all(query, &binds)
+                    .fetch_all(store.pool())
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|(_, _, _, detail)| detail)
+                    .collect();
+                let on_items: Vec<&String> = plan.iter().filter(|d| d.contains(" m ")).collect();
+                assert!(!on_items.is_empty(), "{plan:?}");
+                for detail in on_items {
+                    assert!(
+                        detail.starts_with("SEARCH m USING")
+                            && (detail.contains("PRIMARY KEY")
+                                || detail.contains("memory_by_session (session_id=? AND seq=?)")),
+                        "{request:?}: {detail} in {plan:?}"
+                    );
+                }
+            }
+        }
+    }
 
     fn hit(id: i64, session: &str, score: f64, day: i64) -> SearchHit {
         SearchHit {
