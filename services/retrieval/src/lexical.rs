@@ -144,8 +144,9 @@ struct Index {
     terms: HashMap<Box<str>, u32>,
     lists: Vec<Postings>,
     docs: Vec<Doc>,
-    /// Each slot's token count again, packed: a query read whole looks up the length of every
-    /// item its lists hold, and this is a tenth of the memory `docs` would stream through.
+    /// Each slot's token count, apart from `docs`: a query read whole looks up the length of
+    /// every item its lists hold, and packed they are a tenth of the memory `docs` would stream
+    /// through.
     lengths: Vec<u32>,
     /// The most tokens an item has.
     longest: u32,
@@ -192,7 +193,6 @@ struct Block {
 
 struct Doc {
     id: i64,
-    tokens: u32,
     project: u32,
     kind: u32,
     session: u32,
@@ -496,10 +496,7 @@ impl<'w> Scoring<'w> {
     fn frequency(&self, counts: Counts<'_>) -> f64 {
         match counts {
             Counts::Mask(mask) => self.masks[usize::from(mask)],
-            Counts::Each(each) => {
-                let each: &[u8; COLUMNS] = each.try_into().unwrap_or(&[0; COLUMNS]);
-                frequency(each, self.weights)
-            }
+            Counts::Each(each) => frequency(each, self.weights),
         }
     }
 }
@@ -561,7 +558,7 @@ impl Index {
             }
             held += 1;
             if let Some(slot) = self.slots.get(&doc.id) {
-                tokens += u64::from(self.docs[*slot as usize].tokens);
+                tokens += u64::from(self.lengths[*slot as usize]);
                 continue;
             }
             let slot = self.docs.len() as u32;
@@ -594,7 +591,6 @@ impl Index {
             self.longest = self.longest.max(doc.tokens);
             self.docs.push(Doc {
                 id: doc.id,
-                tokens: doc.tokens,
                 project: self.projects.intern(&doc.project),
                 kind: self.kinds.intern(&doc.kind),
                 session: self.sessions.intern(&doc.session_id),
@@ -747,7 +743,7 @@ impl Index {
                 }
                 continue;
             }
-            let length = f64::from(doc.tokens);
+            let length = f64::from(self.lengths[slot as usize]);
             let mut sum = 0.0;
             for term in &mut terms[optional..] {
                 if term.cursor.slot == slot {
@@ -968,7 +964,7 @@ enum Counts<'a> {
     /// Every column holds the term at most once; bit `c` says whether column `c` does.
     Mask(u8),
     /// One count a column.
-    Each(&'a [u8]),
+    Each(&'a [u8; COLUMNS]),
 }
 
 /// The posting at `at` of a list's bytes: its gap from the one before and its counts. `at`
@@ -990,7 +986,9 @@ fn read_posting<'a>(bytes: &'a [u8], at: &mut usize) -> (u32, Counts<'a>) {
     if flag & 0x80 == 0 {
         (gap, Counts::Mask(flag))
     } else {
-        let each = &bytes[*at..*at + COLUMNS];
+        let each = bytes[*at..]
+            .first_chunk::<COLUMNS>()
+            .expect("a posting's flag is followed by its counts");
         *at += COLUMNS;
         (gap, Counts::Each(each))
     }
@@ -1037,7 +1035,7 @@ impl<'a> Cursor<'a> {
                     *c = (mask >> i) & 1;
                 }
             }
-            Counts::Each(each) => self.counts.copy_from_slice(each),
+            Counts::Each(each) => self.counts = *each,
         }
         self.read += 1;
     }
@@ -1389,7 +1387,7 @@ mod tests {
                     .zip(weights)
                     .map(|(c, w)| f64::from(*c) * w)
                     .sum();
-                let length = f64::from(doc.tokens);
+                let length = f64::from(index.lengths[*slot as usize]);
                 let part =
                     idf * (freq * (K1 + 1.0)) / (freq + K1 * (1.0 - B + B * length / average));
                 let score = &mut scores[*slot as usize];

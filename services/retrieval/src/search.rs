@@ -970,7 +970,7 @@ fn filters(request: &SearchRequest) -> (String, Vec<Bind>) {
 }
 
 /// The filters the vector index and the in-memory full-text index apply themselves.
-fn vector_filter(request: &SearchRequest) -> VectorFilter {
+pub fn vector_filter(request: &SearchRequest) -> VectorFilter {
     VectorFilter {
         project: (!request.project.is_empty() && !request.boost_project)
             .then(|| request.project.clone()),

@@ -411,16 +411,6 @@ impl Queries {
     }
 }
 
-/// What a bench query's filters ask of an index, as search hands them on.
-fn filter_of(request: &proto::SearchRequest) -> retrieval::vector::VectorFilter {
-    retrieval::vector::VectorFilter {
-        project: (!request.project.is_empty()).then(|| request.project.clone()),
-        kinds: request.kinds.clone(),
-        since_ms: (request.since_ms != 0).then_some(request.since_ms),
-        ..Default::default()
-    }
-}
-
 /// p50 and p95 of timings in milliseconds.
 fn spread(timings: Vec<f64>) -> (f64, f64) {
     let timings = sorted(timings);
@@ -557,7 +547,7 @@ fn full_text_only(options: &Options, queries: usize) -> anyhow::Result<()> {
         for q in 0..queries + 10 {
             let request = query_set.request(q, q % 2 == 1, "fts");
             let phrases = store::fts::phrases(&request.query);
-            let filter = filter_of(&request);
+            let filter = retrieval::search::vector_filter(&request);
             let took = Instant::now();
             let found = lexical
                 .search(&phrases, &tuning.columns, &filter, depth)
@@ -1552,7 +1542,7 @@ async fn time_queries(
             .pop()
             .context("no query vector")?;
         let embedded = took.elapsed().as_secs_f64() * 1000.0;
-        let filter = filter_of(&request);
+        let filter = retrieval::search::vector_filter(&request);
         let took = Instant::now();
         let hits = index.knn(space, &vector, 50, &filter).await?;
         let searched = took.elapsed().as_secs_f64() * 1000.0;
