@@ -1414,3 +1414,109 @@ async fn the_end_of_a_long_item_is_found_by_meaning() {
     }
     assert_eq!(found, [true, false], "found in pieces, then in one piece");
 }
+
+/// A question asking for several answers ("which tests have I quarantined?") brings more of
+/// the sessions holding one to the top, though each says it in words of its own and in passing,
+/// while other sessions share the question's words but not its meaning: search moves the
+/// question's vector towards the answers it found first and looks again. The same search
+/// without that step, run on the same store, puts fewer of them first; a question asking for
+/// one thing is searched once, and both agree on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asking_for_several_answers_brings_more_of_them_first() {
+    let answers = [
+        (
+            "refund",
+            "Can you make the invoice PDF renderer stream its pages instead of building the \
+             whole document in memory? Also, I quarantined test_refund_partial because it fails \
+             randomly on CI.",
+        ),
+        (
+            "export",
+            "Next, please bump serde across the workspace and fix whatever breaks. I disabled \
+             test_export_large_csv because it keeps failing at random on the CI runners.",
+        ),
+        (
+            "login",
+            "The dashboard query for monthly revenue takes four seconds; look at its plan. By \
+             the way, test_login_rate_limit is in the quarantine list now.",
+        ),
+    ];
+    // Sessions sharing the question's words, not its meaning.
+    let others = [
+        "Which tests have the most assertions? List the ten largest test files.",
+        "The quarantine period for new npm packages in our registry is seven days.",
+        "Write tests for the new webhook signature check.",
+        "Flaky wifi in the office again, so the video call dropped twice.",
+        "Skip the docs build on pull requests that only touch tests.",
+        "Rename the tests folder to spec to match the other repositories.",
+        "The test suite takes twenty minutes now; which tests are the slowest?",
+    ];
+    let cwd = "/work/several";
+    let app = App::start_core().await;
+    for (n, other) in others.iter().enumerate() {
+        assert!(
+            app.hook(&prompt(&format!("other{n}"), cwd, other))
+                .0
+                .status
+                .success()
+        );
+    }
+    for (session, text) in answers {
+        assert!(app.hook(&prompt(session, cwd, text)).0.status.success());
+    }
+    app.wait_indexed((others.len() + answers.len()) as i64)
+        .await;
+
+    let question = "Which tests have I quarantined as flaky?";
+    // How many answers are among the first four sessions a search names.
+    let answered = |hits: &[proto::SearchHit]| {
+        let mut sessions: Vec<&str> = Vec::new();
+        for hit in hits {
+            if !sessions.contains(&hit.session_id.as_str()) {
+                sessions.push(&hit.session_id);
+            }
+        }
+        sessions.truncate(4);
+        let found = answers
+            .iter()
+            .filter(|(session, _)| sessions.contains(session))
+            .count();
+        (found, format!("{sessions:?}"))
+    };
+    let reply = search(&app, query(question, cwd)).await;
+    assert_eq!(reply.mode, "hybrid");
+    let (with, first) = answered(&reply.hits);
+
+    // The same store searched in this process without the second look.
+    let store = app.store().await;
+    let vectors = retrieval::open_vectors(&app.common, &retrieval_args(), store.pool())
+        .await
+        .unwrap();
+    let lexical = Arc::new(retrieval::lexical::Lexical::new());
+    retrieval::index::load_lexical(store.pool(), &lexical)
+        .await
+        .unwrap();
+    let without = retrieval::search::Searcher {
+        pool: store.pool().clone(),
+        vectors: Some(vectors),
+        lexical,
+        tuning: retrieval::search::Tuning {
+            feedback_weight: 0.0,
+            ..Default::default()
+        },
+    };
+    let (hits, mode) = without.search(&query(question, cwd)).await.unwrap();
+    assert_eq!(mode, "hybrid");
+    let (alone, once) = answered(&hits);
+    assert!(
+        with >= 2 && with > alone,
+        "with feedback {first}, without {once}"
+    );
+
+    // A question asking for one thing is searched once, as before: both searches agree.
+    let one = "Why are the payments tests flaky?";
+    let reply = search(&app, query(one, cwd)).await;
+    let (hits, _) = without.search(&query(one, cwd)).await.unwrap();
+    let ids = |hits: &[proto::SearchHit]| hits.iter().map(|h| h.id).collect::<Vec<_>>();
+    assert_eq!(ids(&reply.hits), ids(&hits));
+}

@@ -485,6 +485,21 @@ impl Vectors {
         query: &[f32],
         items: &[(i64, &str, &str)],
     ) -> anyhow::Result<HashMap<i64, f32>> {
+        let nearest = self.nearest_pieces(pool, query, items).await?;
+        Ok(nearest
+            .into_iter()
+            .map(|(id, (cosine, _))| (id, cosine))
+            .collect())
+    }
+
+    /// For each item (by its id, `text_hash` and kind), the cached vector of its piece nearest
+    /// `query`, with that piece's cosine; items with nothing cached are left out.
+    pub async fn nearest_pieces(
+        &self,
+        pool: &SqlitePool,
+        query: &[f32],
+        items: &[(i64, &str, &str)],
+    ) -> anyhow::Result<HashMap<i64, (f32, Vec<f32>)>> {
         // Items with the same text share their cached vectors.
         let mut keys: HashMap<String, Vec<i64>> = HashMap::new();
         for (id, hash, kind) in items {
@@ -497,12 +512,16 @@ impl Vectors {
             }
         }
         let wanted: Vec<&str> = keys.keys().map(String::as_str).collect();
-        let mut best: HashMap<i64, f32> = HashMap::new();
+        let mut best: HashMap<i64, (f32, Vec<f32>)> = HashMap::new();
         for (key, vector) in self.cached_vectors(pool, &wanted).await? {
             let cosine = models::dot(query, &vector);
             for &id in keys.get(&key).into_iter().flatten() {
-                let e = best.entry(id).or_insert(cosine);
-                *e = e.max(cosine);
+                match best.get(&id) {
+                    Some((known, _)) if *known >= cosine => {}
+                    _ => {
+                        best.insert(id, (cosine, vector.clone()));
+                    }
+                }
             }
         }
         Ok(best)

@@ -84,6 +84,12 @@ pub struct Tuning {
     /// one counts as semantically as close as the closest candidate: a folder's or an error's
     /// name says what is wanted more surely than likeness of meaning does (0: off).
     pub rare_items: u64,
+    /// Pseudo-relevance feedback for questions asking for several answers
+    /// ([`text::asks_for_several`]): the query's vector is moved towards the nearest pieces of
+    /// the first hits of `feedback_sessions` sessions, by this weight against its own 1, and the
+    /// search runs again with it (0: off).
+    pub feedback_weight: f64,
+    pub feedback_sessions: usize,
 }
 
 impl Default for Tuning {
@@ -125,6 +131,12 @@ impl Default for Tuning {
             // A word one or two items hold; five or more began to cost the benchmarks, as
             // ordinary words of small stores counted as rare.
             rare_items: 2,
+            // Chosen on the development halves of the three benchmarks (`MNEME_BENCH_SWEEP=
+            // feedback`; docs/evaluation.md): the best mean of their headline figures among
+            // weights 0.3, 0.6 and 1 and 2, 3 or 5 sessions. Only questions asking for several
+            // answers are searched twice, so the other questions' figures do not move.
+            feedback_weight: 0.6,
+            feedback_sessions: 5,
         }
     }
 }
@@ -183,12 +195,110 @@ impl Evidence {
 const ROW_COLUMNS: &str = "m.id, m.session_id, m.project, m.kind, m.author, m.title, m.text,
     m.text_hash, m.seq, m.occurred_at";
 
+/// One ranking of a query's candidates.
+struct Ranked {
+    hits: Vec<SearchHit>,
+    mode: &'static str,
+    /// The vector the semantic half searched with, when it ran.
+    vector: Option<Vec<f32>>,
+    /// Each hit's text hash, which names its cached vectors.
+    hashes: HashMap<i64, String>,
+}
+
+/// A query vector moved towards what a first ranking found.
+struct Feedback {
+    vector: Vec<f32>,
+    /// The items it was moved towards, with their cosines with the question as asked: they
+    /// keep those, as their near-perfect likeness to the moved vector would otherwise stretch
+    /// the range every candidate's cosine is scaled over.
+    pinned: HashMap<i64, f32>,
+}
+
 impl Searcher {
     /// Search; returns the hits and the mode that actually ran.
     pub async fn search(
         &self,
         request: &SearchRequest,
     ) -> anyhow::Result<(Vec<SearchHit>, &'static str)> {
+        let first = self.rank(request, None).await?;
+        let feedback = self.feedback(request, &first).await.unwrap_or_else(|error| {
+            // The first ranking stands: feedback can only add to it.
+            tracing::warn!(error = %format!("{error:#}"), "could not move the query towards its first answers");
+            None
+        });
+        let ranked = match feedback {
+            Some(feedback) => self.rank(request, Some(&feedback)).await?,
+            None => first,
+        };
+        let mut hits = ranked.hits;
+        self.fill_origins(&mut hits).await?;
+        Ok((hits, ranked.mode))
+    }
+
+    /// The query's vector moved towards the first hits of a few sessions, for a question that
+    /// asks for several answers: the others are often worded like the ones found first rather
+    /// than like the question ("which tests have I quarantined?" against "marked
+    /// test_refund_partial as flaky"). Nothing for other questions, when feedback is off, or
+    /// without a semantic half.
+    async fn feedback(
+        &self,
+        request: &SearchRequest,
+        first: &Ranked,
+    ) -> anyhow::Result<Option<Feedback>> {
+        let tuning = &self.tuning;
+        // A floor on relevance is a floor on likeness to the question as asked (context
+        // injection's "nothing fits"), which a moved vector would no longer measure.
+        if tuning.feedback_weight == 0.0
+            || request.min_relevance > 0.0
+            || !text::asks_for_several(&request.query)
+        {
+            return Ok(None);
+        }
+        let (Some(vectors), Some(query)) = (self.vectors.as_ref(), first.vector.as_ref()) else {
+            return Ok(None);
+        };
+        let mut sessions = HashSet::new();
+        let items: Vec<(i64, &str, &str)> = first
+            .hits
+            .iter()
+            .filter(|hit| sessions.insert(hit.session_id.as_str()))
+            .take(tuning.feedback_sessions)
+            .filter_map(|hit| {
+                let hash = first.hashes.get(&hit.id)?;
+                Some((hit.id, hash.as_str(), hit.kind.as_str()))
+            })
+            .collect();
+        let nearest = vectors.nearest_pieces(&self.pool, query, &items).await?;
+        if nearest.is_empty() {
+            return Ok(None);
+        }
+        let mut moved = query.clone();
+        let share = (tuning.feedback_weight / nearest.len() as f64) as f32;
+        for (_, vector) in nearest.values() {
+            for (m, v) in moved.iter_mut().zip(vector) {
+                *m += share * v;
+            }
+        }
+        let norm = moved.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            moved.iter_mut().for_each(|x| *x /= norm);
+        }
+        let pinned = nearest
+            .into_iter()
+            .map(|(id, (cosine, _))| (id, cosine))
+            .collect();
+        Ok(Some(Feedback {
+            vector: moved,
+            pinned,
+        }))
+    }
+
+    /// One ranking: with `feedback`, its vector stands in for the query's embedding.
+    async fn rank(
+        &self,
+        request: &SearchRequest,
+        feedback: Option<&Feedback>,
+    ) -> anyhow::Result<Ranked> {
         let tuning = &self.tuning;
         let limit = match request.limit {
             0 => DEFAULT_LIMIT,
@@ -273,7 +383,10 @@ impl Searcher {
             let Some(vectors) = vectors.filter(|_| !when.text.trim().is_empty()) else {
                 return anyhow::Ok(None);
             };
-            let vector = vectors.embed_query(&when.text).await?;
+            let vector = match feedback {
+                Some(feedback) => feedback.vector.clone(),
+                None => vectors.embed_query(&when.text).await?,
+            };
             let filter = vector_filter(request);
             // File and concept filters are checked after the search, so ask for more.
             let k = if request.file.is_empty() && request.concept.is_empty() {
@@ -367,7 +480,12 @@ impl Searcher {
             query_vector = Some(vector);
         }
         if evidence.is_empty() {
-            return Ok((Vec::new(), mode));
+            return Ok(Ranked {
+                hits: Vec::new(),
+                mode,
+                vector: query_vector,
+                hashes: HashMap::new(),
+            });
         }
 
         // Load the candidates, re-applying every filter (the vector side could not check files
@@ -385,6 +503,11 @@ impl Searcher {
         {
             // Without the index's cosines the candidates rank by what else is known.
             tracing::warn!(error = %format!("{error:#}"), "could not read the candidates' cosines");
+        }
+        for (id, cosine) in feedback.iter().flat_map(|f| &f.pinned) {
+            if let Some(e) = evidence.get_mut(id) {
+                e.cosine = Some(*cosine);
+            }
         }
         if let (Some(ahead), Some(query)) = (vectors.and_then(|v| v.ahead.as_ref()), &ahead_query) {
             let wanted: Vec<i64> = rows
@@ -408,6 +531,7 @@ impl Searcher {
 
         // Which query words each hit holds, for telling whether two hits are about one subject.
         let mut matched: HashMap<i64, u64> = HashMap::new();
+        let mut hashes: HashMap<i64, String> = HashMap::new();
         let mut hits: Vec<SearchHit> = rows
             .into_iter()
             .filter_map(|row| {
@@ -436,6 +560,7 @@ impl Searcher {
                 if relevance < request.min_relevance {
                     return None;
                 }
+                hashes.insert(row.id, row.text_hash);
                 let mut found_by = Vec::new();
                 if e.fts_rank.is_some() {
                     found_by.push("fts".to_owned());
@@ -473,9 +598,14 @@ impl Searcher {
             }
             hits
         };
-        let mut hits = hits;
-        self.fill_origins(&mut hits).await?;
-        Ok((hits, mode))
+        let kept: HashSet<i64> = hits.iter().map(|hit| hit.id).collect();
+        hashes.retain(|id, _| kept.contains(id));
+        Ok(Ranked {
+            hits,
+            mode,
+            vector: query_vector,
+            hashes,
+        })
     }
 
     /// When the event a query places its time against happened ("two weeks before the Lisbon

@@ -251,6 +251,47 @@ pub fn query_terms(text: &str) -> Vec<String> {
     kept
 }
 
+/// Whether a question asks for several answers spread over the memory ("how many", "in
+/// total", "list …", or "which"/"what" with a plural noun before its verb: "which databases
+/// have I tried"), rather than for one fact. Such questions are answered by items that each
+/// hold one of the answers, often in words of their own, so search looks for more of them.
+pub fn asks_for_several(question: &str) -> bool {
+    let lower = question.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |phrase: &[&str]| words.windows(phrase.len()).any(|w| w == phrase);
+    if has(&["how", "many"]) || has(&["in", "total"]) || has(&["all", "the"]) {
+        return true;
+    }
+    if matches!(words.first(), Some(&("list" | "name" | "enumerate"))) {
+        return true;
+    }
+    // "which" or "what", up to three words, then a verb that asks about them: the last of those
+    // words names what is asked for, and in the plural it asks for several.
+    const AUXILIARIES: &[&str] = &[
+        "are", "were", "have", "has", "had", "did", "do", "does", "can", "could", "should", "will",
+        "would",
+    ];
+    let Some(start) = words.iter().position(|w| matches!(*w, "which" | "what")) else {
+        return false;
+    };
+    let rest = &words[start + 1..];
+    let Some(verb) = rest.iter().take(4).position(|w| AUXILIARIES.contains(w)) else {
+        return false;
+    };
+    verb > 0 && is_plural(rest[verb - 1])
+}
+
+/// Whether an English noun looks plural: it ends in one "s" that is not part of "-ss", "-us"
+/// or "-is" ("databases", "libraries", but not "process", "status", "analysis").
+fn is_plural(word: &str) -> bool {
+    word.len() > 3
+        && word.ends_with('s')
+        && !["ss", "us", "is"].iter().any(|end| word.ends_with(end))
+}
+
 /// A crude stem for matching a query term against text without the index: the first six
 /// characters, enough to match "reconnecting" with "reconnect".
 pub fn stem(word: &str) -> String {
@@ -340,6 +381,32 @@ mod tests {
     #[test]
     fn stopwords_are_sorted_for_binary_search() {
         assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn questions_asking_for_several_answers_are_told_from_questions_asking_for_one() {
+        for several in [
+            "How many times did the deploy fail?",
+            "Which databases have I tried for the cache?",
+            "What chart libraries did I prototype the dashboard with?",
+            "List the stores I evaluated for caching.",
+            "what activities does Melanie do?",
+            "How much did I spend in total on hosting?",
+        ] {
+            assert!(asks_for_several(several), "{several}");
+        }
+        for one in [
+            "Which version of pydantic do we use now?",
+            "Which editor do I use?",
+            "What did I ship in May?",
+            "What status was the migration in?",
+            "Which process has the lock?",
+            "Where does the config live?",
+            "What were the results of the load test?",
+            "Which tests flake",
+        ] {
+            assert!(!asks_for_several(one), "{one}");
+        }
     }
 
     #[test]

@@ -181,10 +181,27 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         return Vec::new();
     }
     let base = retrieval::search::Tuning::default();
+    let mut tunings: Vec<(String, retrieval::search::Tuning)> = Vec::new();
+    // `MNEME_BENCH_SWEEP=feedback`: pseudo-relevance feedback for questions asking for several
+    // answers, by its weight and how many sessions' first hits it moves towards.
+    if std::env::var("MNEME_BENCH_SWEEP").as_deref() == Ok("feedback") {
+        for weight in [0.3, 0.6, 1.0] {
+            for sessions in [2, 3, 5] {
+                tunings.push((
+                    format!("sweep feedback={weight} sessions={sessions}"),
+                    retrieval::search::Tuning {
+                        feedback_weight: weight,
+                        feedback_sessions: sessions,
+                        ..base
+                    },
+                ));
+            }
+        }
+        return leak_labels(tunings);
+    }
     // The vector weight, and how few items must hold a query word for it to count as rare (0:
     // no word does). The least range cosines are scaled over is the default's: 0 to 0.3 scored
     // the same on every benchmark.
-    let mut tunings: Vec<(String, retrieval::search::Tuning)> = Vec::new();
     for w in [0.4, 0.6, 1.0, 1.5] {
         for rare in [0, 2, 5, 10, 25] {
             tunings.push((
@@ -205,7 +222,13 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
             ..base
         },
     ));
-    // The labels are keys of the tally for the whole run.
+    leak_labels(tunings)
+}
+
+/// The labels are keys of the tally for the whole run, so they live as long as it.
+fn leak_labels(
+    tunings: Vec<(String, retrieval::search::Tuning)>,
+) -> Vec<(&'static str, retrieval::search::Tuning)> {
     tunings
         .into_iter()
         .map(|(label, tuning)| (&*Box::leak(label.into_boxed_str()), tuning))
