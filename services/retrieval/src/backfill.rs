@@ -485,7 +485,7 @@ impl Vectors {
         query: &[f32],
         items: &[(i64, &str, &str)],
     ) -> anyhow::Result<HashMap<i64, f32>> {
-        let nearest = self.nearest_pieces(pool, query, items).await?;
+        let (nearest, _) = self.nearest_keys(pool, query, items).await?;
         Ok(nearest
             .into_iter()
             .map(|(id, (cosine, _))| (id, cosine))
@@ -500,6 +500,21 @@ impl Vectors {
         query: &[f32],
         items: &[(i64, &str, &str)],
     ) -> anyhow::Result<HashMap<i64, (f32, Vec<f32>)>> {
+        let (nearest, vectors) = self.nearest_keys(pool, query, items).await?;
+        Ok(nearest
+            .into_iter()
+            .filter_map(|(id, (cosine, key))| Some((id, (cosine, vectors.get(&key)?.clone()))))
+            .collect())
+    }
+
+    /// For each item, the cosine with `query` of its nearest cached piece and that piece's
+    /// key, with the cached vectors read: a search's candidates need only the cosines.
+    async fn nearest_keys(
+        &self,
+        pool: &SqlitePool,
+        query: &[f32],
+        items: &[(i64, &str, &str)],
+    ) -> anyhow::Result<(HashMap<i64, (f32, String)>, HashMap<String, Vec<f32>>)> {
         // Items with the same text share their cached vectors.
         let mut keys: HashMap<String, Vec<i64>> = HashMap::new();
         for (id, hash, kind) in items {
@@ -512,19 +527,20 @@ impl Vectors {
             }
         }
         let wanted: Vec<&str> = keys.keys().map(String::as_str).collect();
-        let mut best: HashMap<i64, (f32, Vec<f32>)> = HashMap::new();
-        for (key, vector) in self.cached_vectors(pool, &wanted).await? {
-            let cosine = models::dot(query, &vector);
-            for &id in keys.get(&key).into_iter().flatten() {
+        let vectors = self.cached_vectors(pool, &wanted).await?;
+        let mut best: HashMap<i64, (f32, String)> = HashMap::new();
+        for (key, vector) in &vectors {
+            let cosine = models::dot(query, vector);
+            for &id in keys.get(key).into_iter().flatten() {
                 match best.get(&id) {
                     Some((known, _)) if *known >= cosine => {}
                     _ => {
-                        best.insert(id, (cosine, vector.clone()));
+                        best.insert(id, (cosine, key.clone()));
                     }
                 }
             }
         }
-        Ok(best)
+        Ok((best, vectors))
     }
 
     /// The vectors this model has cached under `keys` (text hashes, or piece keys), read a few

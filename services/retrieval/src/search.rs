@@ -279,16 +279,12 @@ impl Searcher {
                 *m += share * v;
             }
         }
-        let norm = moved.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            moved.iter_mut().for_each(|x| *x /= norm);
-        }
         let pinned = nearest
             .into_iter()
             .map(|(id, (cosine, _))| (id, cosine))
             .collect();
         Ok(Some(Feedback {
-            vector: moved,
+            vector: crate::models::normalise(moved),
             pinned,
         }))
     }
