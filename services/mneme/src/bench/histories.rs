@@ -16,6 +16,7 @@
 //! The generator is deterministic (a small LCG seeded by the history's index). Histories with
 //! an even index are the development half, odd ones the test half; `MNEME_BENCH_HISTORIES`
 //! sets how many (12 by default), and `MNEME_BENCH_HALF=dev` or `test` runs one half only.
+//! `MNEME_BENCH_MISSES=hybrid` (or another mode) prints every question that mode misses.
 //!
 //! Each history goes through the real entry points: its sessions are written as Claude Code
 //! transcripts (one JSONL file a session, one project) and loaded by the release
@@ -2338,6 +2339,9 @@ pub async fn histories() -> anyhow::Result<()> {
         let report =
             run_history(&history, &mneme, &retrieval_args, &compressor_args, &sweep).await?;
         questions_total += history.questions.len();
+        // `MNEME_BENCH_MISSES=hybrid` (or another mode) prints each question that mode misses,
+        // with where its evidence sessions and, for an update, the older statements' ranked.
+        let misses = std::env::var("MNEME_BENCH_MISSES").ok();
         for (q, question) in history.questions.iter().enumerate() {
             for (m, &mode) in modes.iter().enumerate() {
                 let (hits, ms) = &report[q][m];
@@ -2363,17 +2367,39 @@ pub async fn histories() -> anyhow::Result<()> {
                     e.any5 += s.any5;
                     e.n += 1;
                 }
-                if question.category == 5 {
-                    let ranked = distinct_sessions(hits, usize::MAX);
-                    let place = |i: usize| {
-                        ranked
+                let ranked = distinct_sessions(hits, usize::MAX);
+                let place = |i: usize| {
+                    ranked
+                        .iter()
+                        .position(|s| *s == history.sessions[i].id)
+                        .unwrap_or(usize::MAX)
+                };
+                let above = question
+                    .older
+                    .iter()
+                    .all(|&o| place(question.evidence[0]) < place(o));
+                if misses.as_deref() == Some(mode) && (s.all5 == 0.0 || !above) {
+                    let places = |sessions: &[usize]| {
+                        sessions
                             .iter()
-                            .position(|s| *s == history.sessions[i].id)
-                            .unwrap_or(usize::MAX)
+                            .map(|&i| match place(i) {
+                                usize::MAX => "-".to_owned(),
+                                p => (p + 1).to_string(),
+                            })
+                            .collect::<Vec<_>>()
+                            .join(",")
                     };
-                    let latest = place(question.evidence[0]);
-                    let above =
-                        latest != usize::MAX && question.older.iter().all(|&o| latest < place(o));
+                    println!(
+                        "  miss {mode} history {} {}: evidence at {} older at [{}]: {}",
+                        history.index,
+                        CATEGORIES[question.category as usize - 1],
+                        places(&question.evidence),
+                        places(&question.older),
+                        question.text
+                    );
+                }
+                if question.category == 5 {
+                    let above = place(question.evidence[0]) != usize::MAX && above;
                     let e = tally.order.entry((half, mode)).or_default();
                     e.0 += usize::from(above);
                     e.1 += 1;
