@@ -1360,6 +1360,39 @@ async fn a_preference_said_in_passing_is_found_by_meaning() {
     );
 }
 
+/// A change noted without a subject ("Upgraded Node from 20 to 22 …") inside a message about
+/// something else is found by a question about it: a sentence naming something specific is a
+/// statement too, embedded on its own, though it has no I or we. The message fits one piece,
+/// so without statements nothing else of it is embedded apart, and the same search misses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_noted_without_a_subject_is_found_by_meaning() {
+    let text = "The dashboard's session list loads slowly when a project has many sessions, and \
+        the spinner stays up for several seconds before anything shows. Profile the query \
+        behind it and the way the page renders the rows, and tell me whether an index or \
+        pagination would help more. Upgraded Node from 20 to 22 across CI and the Dockerfile. \
+        Keep the change small, the release branch is cut on Thursday.";
+    let question = "what Node version do we use";
+    // Near the question's subject, but none says which release.
+    let others = [
+        "npm install is slow on the build machines",
+        "the frontend build prints deprecation warnings",
+        "the javascript bundle grew past two megabytes",
+        "translate the onboarding screens into german",
+    ];
+    let cwd = "/work/changes";
+    let mut found = Vec::new();
+    for pieces in [4, 1] {
+        let mut app = embedded_among(pieces, cwd, &others, "noted", text).await;
+        found.push(nearest_session(&app, question, cwd).await == "noted");
+        app.stop_services().await;
+    }
+    assert_eq!(
+        found,
+        [true, false],
+        "found by its statement, not by the whole message"
+    );
+}
+
 /// The end of a long item is found by meaning: the item is embedded in pieces and ranks by
 /// its nearest one. Embedded in one piece, as before, the same search misses it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1435,10 +1468,12 @@ async fn a_question_asking_for_several_answers_brings_more_of_them_first() {
             "Next, please bump serde across the workspace and fix whatever breaks. I disabled \
              test_export_large_csv because it keeps failing at random on the CI runners.",
         ),
+        // An exclamation without a first person is not a statement embedded on its own
+        // (`index::statements`): the whole message is what the model reads of it.
         (
             "login",
             "The dashboard query for monthly revenue takes four seconds; look at its plan. By \
-             the way, test_login_rate_limit is in the quarantine list now.",
+             the way, test_login_rate_limit is in the quarantine list now!",
         ),
     ];
     // Sessions sharing the question's words, not its meaning.

@@ -134,11 +134,12 @@ const REQUEST_OPENINGS: &[&str] = &[
 ];
 
 /// What a person said about themselves or their work in a text of several sentences, each on
-/// its own, at most `limit`, longest first. A fact or preference said in passing ("btw I use
-/// Neovim now") inside a message about something else is a small part of what the model reads
-/// of the whole message; embedded alone it is found by a question about it. Questions,
-/// requests, code and very short or long sentences are left out, and so is a text that is
-/// one statement, which its first piece already is.
+/// its own, at most `limit`: first-person statements first, then sentences naming something
+/// specific, longest first within each. A fact or preference said in passing ("btw I use
+/// Neovim now", "CI moved to GitLab CI") inside a message about something else is a small part
+/// of what the model reads of the whole message; embedded alone it is found by a question
+/// about it. Questions, requests, code and very short or long sentences are left out, and so
+/// is a text that is one statement, which its first piece already is.
 pub fn statements(text: &str, limit: usize) -> Vec<String> {
     if limit == 0 {
         return Vec::new();
@@ -165,11 +166,12 @@ pub fn statements(text: &str, limit: usize) -> Vec<String> {
     if sentences.len() < 2 {
         return Vec::new();
     }
-    let mut found: Vec<String> = sentences
+    // Each statement with whether it is in the first person: those come first.
+    let mut found: Vec<(bool, String)> = sentences
         .into_iter()
-        .filter(|sentence| {
+        .filter_map(|sentence| {
             if sentence.ends_with('?') {
-                return false;
+                return None;
             }
             let letters = sentence.chars().filter(|c| c.is_alphabetic()).count();
             let others = sentence
@@ -178,7 +180,7 @@ pub fn statements(text: &str, limit: usize) -> Vec<String> {
                 .count();
             // Code and logs: a statement is mostly letters.
             if others * 4 > letters {
-                return false;
+                return None;
             }
             let words: Vec<String> = sentence
                 .split_whitespace()
@@ -190,7 +192,7 @@ pub fn statements(text: &str, limit: usize) -> Vec<String> {
                 .filter(|w| !w.is_empty())
                 .collect();
             if !(3..=40).contains(&words.len()) {
-                return false;
+                return None;
             }
             // "btw", "also" and the like before the subject do not make a request.
             let opening = words
@@ -198,14 +200,64 @@ pub fn statements(text: &str, limit: usize) -> Vec<String> {
                 .find(|w| !matches!(w.as_str(), "btw" | "also" | "oh" | "and" | "so" | "ok"))
                 .map(String::as_str)
                 .unwrap_or_default();
-            !REQUEST_OPENINGS.contains(&opening)
-                && words.iter().any(|w| FIRST_PERSON.contains(&w.as_str()))
+            if REQUEST_OPENINGS.contains(&opening) {
+                return None;
+            }
+            let first_person = words.iter().any(|w| FIRST_PERSON.contains(&w.as_str()));
+            // Without a first person, a sentence is a statement when it names something a
+            // later question can ask after ("Upgraded Node from 20 to 22", "CI moved to GitLab
+            // CI"): a developer's note of what changed often has no subject. Exclamations
+            // and short remarks ("That's great, Melanie!") name nothing to ask after.
+            let specific =
+                !sentence.ends_with('!') && words.len() >= 5 && names_something_specific(&sentence);
+            (first_person || specific).then_some((first_person, sentence))
         })
         .collect();
-    found.sort_by_key(|s| std::cmp::Reverse(s.chars().count()));
+    found.sort_by_key(|(first_person, s)| {
+        (
+            std::cmp::Reverse(*first_person),
+            std::cmp::Reverse(s.chars().count()),
+        )
+    });
     found.truncate(limit);
-    found
+    found.into_iter().map(|(_, s)| s).collect()
 }
+
+/// Whether a sentence names something a later question can ask after: a number or version,
+/// a code identifier (`test_refund`, `config.yaml`), or a name written with a capital inside
+/// the sentence ("moved to GitLab CI"). A name the writer addresses someone by ("Hey Maria",
+/// "Thanks, John.", "That sounds tough, Caroline.") is not something they said, and a capital
+/// after a colon ("Caroline: Thanks for the offer.") starts a clause rather than names.
+fn names_something_specific(sentence: &str) -> bool {
+    let tokens: Vec<&str> = sentence.split_whitespace().collect();
+    let bare = |raw: &str| raw.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+    tokens.iter().enumerate().any(|(n, raw)| {
+        let word = bare(raw);
+        if word.chars().any(|c| c.is_ascii_digit())
+            || (word.contains('_') || word.contains('.')) && word.len() > 2
+        {
+            return true;
+        }
+        if n == 0 || word == "I" || !word.chars().next().is_some_and(char::is_uppercase) {
+            return false;
+        }
+        let before = tokens[n - 1];
+        // After "Caroline:" or a semicolon a capital starts a clause, as at a sentence's start.
+        if before.ends_with([':', ';']) {
+            return false;
+        }
+        let addressed = raw.ends_with(',')
+            || before.ends_with(',')
+            || n + 1 == tokens.len()
+            || ADDRESSING.contains(&bare(before).to_lowercase().as_str());
+        !addressed
+    })
+}
+
+/// Words before a name that make it the person addressed ("Hey Maria", "thanks John").
+const ADDRESSING: &[&str] = &[
+    "hey", "hi", "hello", "thanks", "thank", "oh", "yeah", "wow", "woah", "dear",
+];
 
 /// The memory kind of an observation kind, or `None` when it is not worth indexing (starts,
 /// ends and pre-tool events say nothing a later post-tool or prompt does not).
@@ -1049,15 +1101,33 @@ mod tests {
     }
 
     #[test]
-    fn first_person_statements_are_taken_from_a_message_about_something_else() {
+    fn statements_are_taken_from_a_message_about_something_else() {
         let prompt = "The checkout test fails on CI with a timeout after 30 seconds. \
             Can you look at the retry loop in payments/client.rs? \
             btw I switched my editor to Helix last week.\n\
             let x = foo(a, b); // { retry: 3 }\n\
             Why does it only fail on CI?";
+        // The first person first, then what names something specific ("CI", "30").
         assert_eq!(
             statements(prompt, 3),
-            vec!["btw I switched my editor to Helix last week.".to_owned()]
+            vec![
+                "btw I switched my editor to Helix last week.".to_owned(),
+                "The checkout test fails on CI with a timeout after 30 seconds.".to_owned(),
+            ]
+        );
+        // Without a first person, a sentence naming nothing specific is not a statement, nor
+        // is an exclamation, nor a short remark.
+        let remarks = "That sounds like a good plan to me overall. That's great, Melanie! \
+            Upgraded Node from 20 to 22 across the images. Sounds good, Caroline. \
+            Hey Maria, sorry to hear about the move. That must have been tough for you, John. \
+            Melanie: Thanks for letting me join the trip. \
+            test_export_large_csv is in the quarantine list now.";
+        assert_eq!(
+            statements(remarks, 5),
+            vec![
+                "test_export_large_csv is in the quarantine list now.".to_owned(),
+                "Upgraded Node from 20 to 22 across the images.".to_owned(),
+            ]
         );
         // Requests and questions in the first person are not statements.
         assert!(statements("Please fix my build. Could we ship it today? Thanks.", 3).is_empty());
