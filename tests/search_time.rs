@@ -513,3 +513,93 @@ async fn search_time_sessions_rank_by_the_evidence_they_hold() {
     client.cancel().await.unwrap();
     app.stop_services().await;
 }
+
+/// Asked what holds now, with `Tuning::successor_cosine` set (it is off by default), a later
+/// change on a subject ranks above the older statement, though the older one is worded more
+/// like the question: each of the first hits is followed by a later hit near it in meaning.
+/// The service, with the step off, ranks the older statement above the change; a question that
+/// does not ask what holds now is ranked alike by both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_asked_what_holds_now_the_later_change_can_rank_above() {
+    let mut app = App::start().await;
+    const PROJECT: &str = "/work/hosting";
+    let mut sent = vec![
+        (
+            "old",
+            PROJECT,
+            at(2025, 3, 10),
+            "Production runs on Heroku.",
+        ),
+        (
+            "new",
+            PROJECT,
+            at(2025, 9, 10),
+            "Production is on Fly.io now, we left Heroku behind.",
+        ),
+    ];
+    // Sharing the question's words, not its answer.
+    let noise = [
+        "Hosting costs are up this quarter.",
+        "Production had a brief blip during the rollout.",
+        "The deploy took twenty minutes today.",
+        "Can you check why the production logs are so noisy? The hosting dashboard shows errors.",
+        "What does the staging environment run on? I want it to match.",
+    ];
+    for (n, text) in noise.iter().enumerate() {
+        sent.push((
+            ["n0", "n1", "n2", "n3", "n4"][n],
+            PROJECT,
+            at(2025, 6, 1 + n as i64),
+            text,
+        ));
+    }
+    publish(&app, &sent).await;
+    let asked = |question: &str| SearchRequest {
+        as_of_ms: at(2025, 10, 1),
+        ..prompts(question, PROJECT)
+    };
+    let place = |hits: &[proto::SearchHit], session: &str| {
+        hits.iter()
+            .position(|h| h.session_id == session)
+            .unwrap_or(usize::MAX)
+    };
+    let now = asked("What hosting does production run on currently?");
+    let reply = search(&app, now.clone()).await;
+    let sessions: Vec<&str> = reply.hits.iter().map(|h| h.session_id.as_str()).collect();
+    assert!(
+        place(&reply.hits, "old") < place(&reply.hits, "new"),
+        "{sessions:?}"
+    );
+
+    let store = app.store().await;
+    let args = crate::harness::retrieval_args();
+    let vectors = retrieval::open_vectors(&app.common, &args, store.pool())
+        .await
+        .unwrap();
+    let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
+    retrieval::index::load_lexical(store.pool(), &lexical)
+        .await
+        .unwrap();
+    let with = retrieval::search::Searcher {
+        pool: store.pool().clone(),
+        vectors: Some(vectors),
+        lexical,
+        tuning: retrieval::search::Tuning {
+            successor_cosine: 0.4,
+            ..Default::default()
+        },
+    };
+    let (hits, _) = with.search(&now).await.unwrap();
+    let (new, old) = (place(&hits, "new"), place(&hits, "old"));
+    let sessions: Vec<&str> = hits.iter().map(|h| h.session_id.as_str()).collect();
+    assert!(new < old && old != usize::MAX, "{sessions:?}");
+    assert_eq!(
+        hits[new].updates, hits[old].id,
+        "the change names what it updates"
+    );
+    let plain = asked("What hosting does production run on?");
+    let ids = |hits: &[proto::SearchHit]| hits.iter().map(|h| h.id).collect::<Vec<_>>();
+    let (hits, _) = with.search(&plain).await.unwrap();
+    assert_eq!(ids(&search(&app, plain).await.hits), ids(&hits));
+    app.stop_services().await;
+}

@@ -90,6 +90,10 @@ pub struct Tuning {
     /// search runs again with it (0: off).
     pub feedback_weight: f64,
     pub feedback_sessions: usize,
+    /// For a question about what holds now ("which Node version are we on now?"): a later hit
+    /// whose nearest piece is at least this close to one of the first hits' moves above it, as
+    /// later memory on the same subject updates it (0: off).
+    pub successor_cosine: f32,
 }
 
 impl Default for Tuning {
@@ -137,6 +141,11 @@ impl Default for Tuning {
             // answers are searched twice, so the other questions' figures do not move.
             feedback_weight: 0.6,
             feedback_sessions: 5,
+            // Off: on the development halves 0.4 was best (histories all@5 81.1 to 82.6), but
+            // on the test half it lost an aggregation question (78.0 to 77.3) while ordering
+            // updates better, and its extra read cost search time (`MNEME_BENCH_SWEEP=
+            // successor`; docs/evaluation.md). Kept as a knob to measure.
+            successor_cosine: 0.0,
         }
     }
 }
@@ -592,6 +601,15 @@ impl Searcher {
             if when.window.is_none() && when.order != Some(Order::Earliest) {
                 later_first(&mut hits, &matched, tuning.update_margin);
             }
+            if when.order == Some(Order::Latest)
+                && tuning.successor_cosine > 0.0
+                && let (Some(vectors), Some(query)) = (vectors, &query_vector)
+                && let Err(error) = self
+                    .successors_first(vectors, query, &mut hits, &hashes)
+                    .await
+            {
+                tracing::warn!(error = %format!("{error:#}"), "could not look for later statements");
+            }
             hits
         };
         let kept: HashSet<i64> = hits.iter().map(|hit| hit.id).collect();
@@ -602,6 +620,62 @@ impl Searcher {
             vector: query_vector,
             hashes,
         })
+    }
+
+    /// For a question about what holds now: each of the first hits is followed by the latest
+    /// later hit (a day or more, same project) whose nearest piece is at least
+    /// `Tuning::successor_cosine` close to its own, moved above it: the first statement found
+    /// is often the older one, worded like the question, and the one that changed it later is
+    /// worded like it ("Production runs on Heroku." against "We moved deploys from Heroku to
+    /// Fly.io this week.").
+    async fn successors_first(
+        &self,
+        vectors: &Vectors,
+        query: &[f32],
+        hits: &mut Vec<SearchHit>,
+        hashes: &HashMap<i64, String>,
+    ) -> anyhow::Result<()> {
+        const LEADERS: usize = 5;
+        let items: Vec<(i64, &str, &str)> = hits
+            .iter()
+            .filter_map(|h| Some((h.id, hashes.get(&h.id)?.as_str(), h.kind.as_str())))
+            .collect();
+        let pieces = vectors.nearest_pieces(&self.pool, query, &items).await?;
+        // Each hit is a leader once: a moved hit, and the one it moved above, are done.
+        let mut done = HashSet::new();
+        let (mut i, mut leaders) = (0, 0);
+        while i < hits.len() && leaders < LEADERS {
+            let leader = &hits[i];
+            i += 1;
+            if !done.insert(leader.id) {
+                continue;
+            }
+            leaders += 1;
+            let Some((_, own)) = pieces.get(&leader.id) else {
+                continue;
+            };
+            let successor = (i..hits.len())
+                .filter(|&j| {
+                    let later = &hits[j];
+                    later.project == leader.project
+                        && later.occurred_at_ms >= leader.occurred_at_ms + common::time::DAY_MS
+                        && pieces.get(&later.id).is_some_and(|(_, piece)| {
+                            crate::models::dot(own, piece) >= self.tuning.successor_cosine
+                        })
+                })
+                .max_by_key(|&j| hits[j].occurred_at_ms);
+            if let Some(j) = successor {
+                let mut later = hits.remove(j);
+                let above = &hits[i - 1];
+                later.score = later.score.max(above.score);
+                // Nearer in meaning than a statement that merely shares the query's words.
+                later.updates = above.id;
+                done.insert(later.id);
+                hits.insert(i - 1, later);
+                i += 1;
+            }
+        }
+        Ok(())
     }
 
     /// When the event a query places its time against happened ("two weeks before the Lisbon

@@ -199,6 +199,20 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         }
         return leak_labels(tunings);
     }
+    // `MNEME_BENCH_SWEEP=successor`: for a question about what holds now, how close a later
+    // hit's nearest piece must be to a first hit's to move above it.
+    if std::env::var("MNEME_BENCH_SWEEP").as_deref() == Ok("successor") {
+        for cosine in [0.4, 0.5, 0.6, 0.7, 0.8] {
+            tunings.push((
+                format!("sweep successor={cosine}"),
+                retrieval::search::Tuning {
+                    successor_cosine: cosine,
+                    ..base
+                },
+            ));
+        }
+        return leak_labels(tunings);
+    }
     // The vector weight, and how few items must hold a query word for it to count as rare (0:
     // no word does). The least range cosines are scaled over is the default's: 0 to 0.3 scored
     // the same on every benchmark.
