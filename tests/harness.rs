@@ -343,6 +343,25 @@ impl App {
         store::Store::open(&self.db_path()).await.unwrap()
     }
 
+    /// A searcher in this process over the app's store and vector space with `tuning`: to
+    /// compare the service's ranking with another tuning on the same items.
+    pub async fn searcher(&self, tuning: retrieval::search::Tuning) -> retrieval::search::Searcher {
+        let store = self.store().await;
+        let vectors = retrieval::open_vectors(&self.common, &retrieval_args(), store.pool())
+            .await
+            .unwrap();
+        let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
+        retrieval::index::load_lexical(store.pool(), &lexical)
+            .await
+            .unwrap();
+        retrieval::search::Searcher {
+            pool: store.pool().clone(),
+            vectors: Some(vectors),
+            lexical,
+            tuning,
+        }
+    }
+
     /// The environment every binary of this app runs with.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let mut env = vec![

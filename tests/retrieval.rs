@@ -1523,23 +1523,12 @@ async fn a_question_asking_for_several_answers_brings_more_of_them_first() {
     let (with, first) = answered(&reply.hits);
 
     // The same store searched in this process without the second look.
-    let store = app.store().await;
-    let vectors = retrieval::open_vectors(&app.common, &retrieval_args(), store.pool())
-        .await
-        .unwrap();
-    let lexical = Arc::new(retrieval::lexical::Lexical::new());
-    retrieval::index::load_lexical(store.pool(), &lexical)
-        .await
-        .unwrap();
-    let without = retrieval::search::Searcher {
-        pool: store.pool().clone(),
-        vectors: Some(vectors),
-        lexical,
-        tuning: retrieval::search::Tuning {
+    let without = app
+        .searcher(retrieval::search::Tuning {
             feedback_weight: 0.0,
             ..Default::default()
-        },
-    };
+        })
+        .await;
     let (hits, mode) = without.search(&query(question, cwd)).await.unwrap();
     assert_eq!(mode, "hybrid");
     let (alone, once) = answered(&hits);

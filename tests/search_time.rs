@@ -571,24 +571,12 @@ async fn search_time_asked_what_holds_now_the_later_change_can_rank_above() {
         "{sessions:?}"
     );
 
-    let store = app.store().await;
-    let args = crate::harness::retrieval_args();
-    let vectors = retrieval::open_vectors(&app.common, &args, store.pool())
-        .await
-        .unwrap();
-    let lexical = std::sync::Arc::new(retrieval::lexical::Lexical::new());
-    retrieval::index::load_lexical(store.pool(), &lexical)
-        .await
-        .unwrap();
-    let with = retrieval::search::Searcher {
-        pool: store.pool().clone(),
-        vectors: Some(vectors),
-        lexical,
-        tuning: retrieval::search::Tuning {
+    let with = app
+        .searcher(retrieval::search::Tuning {
             successor_cosine: 0.4,
             ..Default::default()
-        },
-    };
+        })
+        .await;
     let (hits, _) = with.search(&now).await.unwrap();
     let (new, old) = (place(&hits, "new"), place(&hits, "old"));
     let sessions: Vec<&str> = hits.iter().map(|h| h.session_id.as_str()).collect();
