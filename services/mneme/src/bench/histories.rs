@@ -2374,10 +2374,10 @@ pub async fn histories() -> anyhow::Result<()> {
                         .position(|s| *s == history.sessions[i].id)
                         .unwrap_or(usize::MAX)
                 };
-                let above = question
-                    .older
-                    .iter()
-                    .all(|&o| place(question.evidence[0]) < place(o));
+                // For an update: the latest statement's session is found, above every older one.
+                let latest = place(question.evidence[0]);
+                let above =
+                    latest != usize::MAX && question.older.iter().all(|&o| latest < place(o));
                 if misses.as_deref() == Some(mode) && (s.all5 == 0.0 || !above) {
                     let places = |sessions: &[usize]| {
                         sessions
@@ -2399,7 +2399,6 @@ pub async fn histories() -> anyhow::Result<()> {
                     );
                 }
                 if question.category == 5 {
-                    let above = place(question.evidence[0]) != usize::MAX && above;
                     let e = tally.order.entry((half, mode)).or_default();
                     e.0 += usize::from(above);
                     e.1 += 1;
