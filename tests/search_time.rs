@@ -181,6 +181,17 @@ async fn search_time_words_rank_the_items_of_the_time_they_name() {
     assert_eq!(common::time::utc_day(best), "2026-02-03");
     let (status, _) = http.get("/v1/search?q=deploy&as_of=-5").await;
     assert_eq!(status, 400);
+
+    // Asked with no time of its own, long after the project's last deploy (11 February), a
+    // question is read against that last memory, as if asked right after it: "two weeks ago"
+    // and "last month" are then late January. Read against the clock, they would name months
+    // that hold nothing, and the latest deploy would lead.
+    for (query, day) in [
+        ("the payments staging deploy two weeks ago", "2026-01-29"),
+        ("the payments staging deploy last month", "2026-01-29"),
+    ] {
+        assert_eq!(first_day(&app, asked(query, 0)).await, day, "{query}");
+    }
     app.stop_services().await;
 }
 

@@ -150,6 +150,8 @@ struct Index {
     lengths: Vec<u32>,
     /// The most tokens an item has.
     longest: u32,
+    /// The latest `occurred_at` of any item ever added (a removal leaves it).
+    newest: Option<i64>,
     slots: HashMap<i64, u32>,
     live_docs: u64,
     /// The slots of removed items, whose postings stay: a term's document frequency is its
@@ -287,6 +289,15 @@ impl Lexical {
         for id in ids {
             index.remove(*id);
         }
+    }
+
+    /// The time of the newest item the copy was given, once it is loaded; removing an item does
+    /// not move it back, so it may be later than any item still held.
+    pub fn newest(&self) -> Option<i64> {
+        if !self.is_ready() {
+            return None;
+        }
+        self.index.read().unwrap_or_else(|e| e.into_inner()).newest
     }
 
     /// How many items the copy holds, and roughly how many bytes.
@@ -589,6 +600,7 @@ impl Index {
             tokens += u64::from(doc.tokens);
             self.lengths.push(doc.tokens);
             self.longest = self.longest.max(doc.tokens);
+            self.newest = self.newest.max(Some(doc.occurred_at));
             self.docs.push(Doc {
                 id: doc.id,
                 project: self.projects.intern(&doc.project),
@@ -1265,6 +1277,19 @@ mod tests {
                 String::new(),
             ],
         }
+    }
+
+    #[test]
+    fn newest_is_the_latest_item_given_once_loaded() {
+        let lexical = Lexical::new();
+        lexical.add(&[doc(7, "/a", "one"), doc(3, "/b", "two")]);
+        assert_eq!(lexical.newest(), None, "not before it is loaded");
+        lexical.set_ready();
+        assert_eq!(lexical.newest(), Some(7));
+        lexical.add(&[doc(5, "/a", "three")]);
+        assert_eq!(lexical.newest(), Some(7), "an older item leaves it");
+        lexical.add(&[doc(9, "/a", "four")]);
+        assert_eq!(lexical.newest(), Some(9));
     }
 
     #[test]

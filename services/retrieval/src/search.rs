@@ -319,7 +319,7 @@ impl Searcher {
         };
         // Time words say when, not what: they rank by the items' times and are not matched.
         let as_of = match request.as_of_ms {
-            0 => common::time::now_ms(),
+            0 => self.asked_at(request).await,
             ms => ms,
         };
         let mut when = when::parse(&request.query, as_of);
@@ -620,6 +620,34 @@ impl Searcher {
             vector: query_vector,
             hashes,
         })
+    }
+
+    /// When a question that gives no time of its own is asked: now, unless everything it can
+    /// reach ended more than a day ago (a project left for months, a history imported long
+    /// after it happened). Time words and recency are then read against the newest item in
+    /// reach, as if the question came right after it: "two weeks ago" means two weeks before
+    /// the memory ends, where an answer can be, not a fortnight in which nothing was recorded.
+    async fn asked_at(&self, request: &SearchRequest) -> i64 {
+        let now = common::time::now_ms();
+        let newest = if request.project.is_empty() {
+            self.lexical.newest()
+        } else {
+            // The project index answers this with one seek.
+            sqlx::query_scalar::<_, Option<i64>>(
+                "SELECT max(occurred_at) FROM memory_items WHERE project = ?",
+            )
+            .bind(&request.project)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "could not read when the project's memory ends");
+                None
+            })
+        };
+        match newest {
+            Some(newest) if newest < now - common::time::DAY_MS => newest,
+            _ => now,
+        }
     }
 
     /// For a question about what holds now: each of the first hits is followed by the latest

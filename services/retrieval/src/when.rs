@@ -371,10 +371,17 @@ fn expression_at(w: &[Word], i: usize, as_of: i64) -> Option<Found> {
         ("most", "recently" | "recent", _) => return ordered(2, Order::Latest),
         ("last", "time", _) => return ordered(2, Order::Latest),
         ("the", "last", "time") => return ordered(3, Order::Latest),
-        ("latest", _, _) | ("currently", _, _) | ("nowadays", _, _) => {
+        ("latest", _, _)
+        | ("currently", _, _)
+        | ("current", _, _)
+        | ("presently", _, _)
+        | ("nowadays", _, _) => {
             return ordered(1, Order::Latest);
         }
-        ("these", "days", _) | ("right", "now", _) => return ordered(2, Order::Latest),
+        ("these", "days", _) | ("right", "now", _) | ("at", "present", _) => {
+            return ordered(2, Order::Latest);
+        }
+        ("at", "the", "moment") => return ordered(3, Order::Latest),
         ("now", _, _) => return ordered(1, Order::Latest),
         _ => {}
     }
@@ -796,5 +803,20 @@ mod tests {
             parse("the last time the build broke", AS_OF).order,
             Some(Order::Latest)
         );
+        for (query, text) in [
+            (
+                "What runs our continuous integration at the moment?",
+                "What runs our continuous integration ?",
+            ),
+            (
+                "What's the current version of the validation library?",
+                "What's version of the validation library?",
+            ),
+            ("which editor do I use at present", "which editor do I use"),
+        ] {
+            let when = parse(query, AS_OF);
+            assert_eq!(when.order, Some(Order::Latest), "{query}");
+            assert_eq!(when.text, text, "{query}");
+        }
     }
 }

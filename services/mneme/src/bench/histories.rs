@@ -17,6 +17,8 @@
 //! an even index are the development half, odd ones the test half; `MNEME_BENCH_HISTORIES`
 //! sets how many (12 by default), and `MNEME_BENCH_HALF=dev` or `test` runs one half only.
 //! `MNEME_BENCH_MISSES=hybrid` (or another mode) prints every question that mode misses.
+//! `MNEME_BENCH_AS_OF=none` asks the questions without a time (so today, long after the
+//! history), as a user asks about a history imported later; an RFC 3339 time asks as of it.
 //!
 //! Each history goes through the real entry points: its sessions are written as Claude Code
 //! transcripts (one JSONL file a session, one project) and loaded by the release
@@ -2332,8 +2334,21 @@ pub async fn histories() -> anyhow::Result<()> {
         Ok("test") => &[1],
         Ok(other) => anyhow::bail!("MNEME_BENCH_HALF={other:?}: dev or test"),
     };
+    // By default a question is asked one day after the history's last session.
+    // `MNEME_BENCH_AS_OF=none` asks without a time, as someone asks today about a history
+    // imported long after it happened; an RFC 3339 time asks as of that time.
+    let asked = match std::env::var("MNEME_BENCH_AS_OF").as_deref() {
+        Err(_) | Ok("history") => None,
+        Ok("none") => Some(0),
+        Ok(time) => Some(common::time::parse_rfc3339_ms(time).with_context(|| {
+            format!("MNEME_BENCH_AS_OF={time:?}: history, none or an RFC 3339 time")
+        })?),
+    };
     for index in (0..count).filter(|i| halves.contains(&(i % 2))) {
-        let history = generate(index);
+        let mut history = generate(index);
+        if let Some(asked) = asked {
+            history.as_of_ms = asked;
+        }
         let half = index % 2;
         let took = Instant::now();
         let report =

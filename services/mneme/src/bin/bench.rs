@@ -213,6 +213,19 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         }
         return leak_labels(tunings);
     }
+    // `MNEME_BENCH_SWEEP=recency`: how much the newest items gain.
+    if std::env::var("MNEME_BENCH_SWEEP").as_deref() == Ok("recency") {
+        for boost in [0.0, 0.1, 0.3] {
+            tunings.push((
+                format!("sweep recency={boost}"),
+                retrieval::search::Tuning {
+                    recency_boost: boost,
+                    ..base
+                },
+            ));
+        }
+        return leak_labels(tunings);
+    }
     // The vector weight, and how few items must hold a query word for it to count as rare (0:
     // no word does). The least range cosines are scaled over is the default's: 0 to 0.3 scored
     // the same on every benchmark.
