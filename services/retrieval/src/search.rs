@@ -229,6 +229,19 @@ impl Searcher {
         &self,
         request: &SearchRequest,
     ) -> anyhow::Result<(Vec<SearchHit>, &'static str)> {
+        // The moment the question is asked is settled once, so a second ranking and the search
+        // that dates an event the query names read time against the same moment.
+        let settled;
+        let request = match request.as_of_ms {
+            0 => {
+                settled = SearchRequest {
+                    as_of_ms: self.asked_at(request).await,
+                    ..request.clone()
+                };
+                &settled
+            }
+            _ => request,
+        };
         let first = self.rank(request, None).await?;
         let feedback = self.feedback(request, &first).await.unwrap_or_else(|error| {
             // The first ranking stands: feedback can only add to it.
@@ -318,10 +331,8 @@ impl Searcher {
             (false, _) => "vector",
         };
         // Time words say when, not what: they rank by the items' times and are not matched.
-        let as_of = match request.as_of_ms {
-            0 => self.asked_at(request).await,
-            ms => ms,
-        };
+        // `search` has settled the moment asked.
+        let as_of = request.as_of_ms;
         let mut when = when::parse(&request.query, as_of);
         if when.window.is_none()
             && let Some(anchor) = when.anchor.take()

@@ -177,78 +177,77 @@ impl Bed {
 /// a mode of its own: to choose defaults on the development halves. The figures in a bench's
 /// last line are always the service's.
 fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
-    if std::env::var_os("MNEME_BENCH_SWEEP").is_none() {
+    use retrieval::search::{Fusion, Tuning};
+    let Some(which) = std::env::var_os("MNEME_BENCH_SWEEP") else {
         return Vec::new();
-    }
-    let base = retrieval::search::Tuning::default();
-    let mut tunings: Vec<(String, retrieval::search::Tuning)> = Vec::new();
-    // `MNEME_BENCH_SWEEP=feedback`: pseudo-relevance feedback for questions asking for several
-    // answers, by its weight and how many sessions' first hits it moves towards.
-    if std::env::var("MNEME_BENCH_SWEEP").as_deref() == Ok("feedback") {
-        for weight in [0.3, 0.6, 1.0] {
-            for sessions in [2, 3, 5] {
-                tunings.push((
-                    format!("sweep feedback={weight} sessions={sessions}"),
-                    retrieval::search::Tuning {
-                        feedback_weight: weight,
-                        feedback_sessions: sessions,
-                        ..base
-                    },
-                ));
-            }
-        }
-        return leak_labels(tunings);
-    }
-    // `MNEME_BENCH_SWEEP=successor`: for a question about what holds now, how close a later
-    // hit's nearest piece must be to a first hit's to move above it.
-    if std::env::var("MNEME_BENCH_SWEEP").as_deref() == Ok("successor") {
-        for cosine in [0.4, 0.5, 0.6, 0.7, 0.8] {
-            tunings.push((
-                format!("sweep successor={cosine}"),
-                retrieval::search::Tuning {
+    };
+    let base = Tuning::default();
+    let tunings: Vec<(String, Tuning)> = match which.to_string_lossy().as_ref() {
+        // Pseudo-relevance feedback for questions asking for several answers, by its weight and
+        // how many sessions' first hits it moves towards.
+        "feedback" => [0.3, 0.6, 1.0]
+            .into_iter()
+            .flat_map(|weight| {
+                [2, 3, 5].map(|sessions| {
+                    (
+                        format!("sweep feedback={weight} sessions={sessions}"),
+                        Tuning {
+                            feedback_weight: weight,
+                            feedback_sessions: sessions,
+                            ..base
+                        },
+                    )
+                })
+            })
+            .collect(),
+        // For a question about what holds now, how close a later hit's nearest piece must be to
+        // a first hit's to move above it.
+        "successor" => [0.4, 0.5, 0.6, 0.7, 0.8]
+            .map(|cosine| {
+                let tuning = Tuning {
                     successor_cosine: cosine,
                     ..base
-                },
-            ));
-        }
-        return leak_labels(tunings);
-    }
-    // `MNEME_BENCH_SWEEP=recency`: how much the newest items gain.
-    if std::env::var("MNEME_BENCH_SWEEP").as_deref() == Ok("recency") {
-        for boost in [0.0, 0.1, 0.3] {
-            tunings.push((
-                format!("sweep recency={boost}"),
-                retrieval::search::Tuning {
+                };
+                (format!("sweep successor={cosine}"), tuning)
+            })
+            .into(),
+        // How much the newest items gain.
+        "recency" => [0.0, 0.1, 0.3]
+            .map(|boost| {
+                let tuning = Tuning {
                     recency_boost: boost,
                     ..base
-                },
-            ));
-        }
-        return leak_labels(tunings);
-    }
-    // The vector weight, and how few items must hold a query word for it to count as rare (0:
-    // no word does). The least range cosines are scaled over is the default's: 0 to 0.3 scored
-    // the same on every benchmark.
-    for w in [0.4, 0.6, 1.0, 1.5] {
-        for rare in [0, 2, 5, 10, 25] {
-            tunings.push((
-                format!("sweep vec={w} rare={rare}"),
-                retrieval::search::Tuning {
-                    vector_weight: w,
-                    rare_items: rare,
+                };
+                (format!("sweep recency={boost}"), tuning)
+            })
+            .into(),
+        // The vector weight, and how few items must hold a query word for it to count as rare
+        // (0: no word does), then reciprocal rank fusion. The least range cosines are scaled
+        // over is the default's: 0 to 0.3 scored the same on every benchmark.
+        _ => [0.4, 0.6, 1.0, 1.5]
+            .into_iter()
+            .flat_map(|w| {
+                [0, 2, 5, 10, 25].map(|rare| {
+                    (
+                        format!("sweep vec={w} rare={rare}"),
+                        Tuning {
+                            vector_weight: w,
+                            rare_items: rare,
+                            ..base
+                        },
+                    )
+                })
+            })
+            .chain([(
+                "sweep rrf k=60".to_owned(),
+                Tuning {
+                    fusion: Fusion::Rrf { k: 60.0 },
+                    vector_weight: 1.0,
                     ..base
                 },
-            ));
-        }
-    }
-    tunings.push((
-        "sweep rrf k=60".to_owned(),
-        retrieval::search::Tuning {
-            fusion: retrieval::search::Fusion::Rrf { k: 60.0 },
-            vector_weight: 1.0,
-            ..base
-        },
-    ));
+            )])
+            .collect(),
+    };
     leak_labels(tunings)
 }
 
