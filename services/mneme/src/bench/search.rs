@@ -420,7 +420,8 @@ fn spread(timings: Vec<f64>) -> (f64, f64) {
 /// What one store size measured.
 struct Figures {
     size: usize,
-    fill_s: f64,
+    /// Seconds the fill took, `None` for a kept store measured again.
+    fill_s: Option<f64>,
     store_bytes: u64,
     service: Service,
 }
@@ -474,6 +475,12 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
         base: base_vectors(&args).await?,
         args,
         queries,
+        // `MNEME_BENCH_KEEP=DIR` keeps each size's store in DIR/<size> after the run, and a
+        // later run measures a store (and Qdrant collection) already holding that many items
+        // as it is: a million take about seventeen minutes to fill on two cores, and search
+        // settings can then be compared on the same store. Retention, which deletes a tenth
+        // of it, is then not measured.
+        keep: std::env::var_os("MNEME_BENCH_KEEP").map(PathBuf::from),
     };
     let mut figures = Vec::new();
     for &size in &options.sizes {
@@ -489,8 +496,8 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
             format!("start_ms_{k}={:.0}", s.first_answer_ms),
             format!("loaded_ms_{k}={:.0}", s.loaded_ms),
             format!("store_mb_{k}={:.0}", f.store_bytes as f64 / 1e6),
-            format!("fill_s_{k}={:.0}", f.fill_s),
         ]);
+        line.extend(f.fill_s.map(|s| format!("fill_s_{k}={s:.0}")));
     }
     println!("search: {}", line.join(" "));
     Ok(())
@@ -704,6 +711,8 @@ struct Setup {
     base: Vec<Vec<f32>>,
     /// Hybrid queries timed in each set.
     queries: usize,
+    /// Where each size's store is kept between runs, if anywhere.
+    keep: Option<PathBuf>,
 }
 
 /// Fill a store of `size` items, time the parts of a search in this process, then measure the
@@ -716,26 +725,65 @@ async fn measure(setup: &Setup, size: usize) -> anyhow::Result<Figures> {
         queries,
         ..
     } = *setup;
-    let dir = tempfile::Builder::new()
-        .prefix("mneme-bench-search-")
-        .tempdir()?;
-    let db = dir.path().join("mneme.db");
-    let store = store::Store::open(&db).await?;
+    let temp;
+    let home = match &setup.keep {
+        Some(root) => {
+            let home = root.join(label(size));
+            std::fs::create_dir_all(&home)
+                .with_context(|| format!("creating {}", home.display()))?;
+            home
+        }
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("mneme-bench-search-")
+                .tempdir()?;
+            temp.path().to_owned()
+        }
+    };
+    let db = home.join("mneme.db");
     let common = common::CommonArgs {
         db: Some(db.clone()),
-        home: Some(dir.path().to_owned()),
+        home: Some(home.clone()),
         ..common::CommonArgs::from_env()
     };
-    let vectors = retrieval::open_vectors(&common, args, store.pool())
+    let mut store = store::Store::open(&db).await?;
+    let mut vectors = retrieval::open_vectors(&common, args, store.pool())
         .await
         .map_err(anyhow::Error::msg)?;
-    if index == Index::Qdrant {
-        // Every size fills the same collection (its name comes from the model): start empty.
-        vectors.index.drop_space(&vectors.space).await?;
-        vectors.index.ensure(&vectors.space).await?;
+    let kept = filled_before(setup, &store, &vectors, size).await?;
+    if kept.is_none() && items(&store).await? > 0 {
+        // Something else was left here: start from an empty store.
+        drop(vectors);
+        store.close().await;
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = db.as_os_str().to_owned();
+            name.push(suffix);
+            let _ = std::fs::remove_file(PathBuf::from(name));
+        }
+        store = store::Store::open(&db).await?;
+        vectors = retrieval::open_vectors(&common, args, store.pool())
+            .await
+            .map_err(anyhow::Error::msg)?;
     }
-    let now = common::time::now_ms();
-    let fill_s = fill(&store, &vectors, base, size, now).await?;
+    let (now, fill_s) = match kept {
+        Some(now) => {
+            println!(
+                "search {size}: measuring the store kept in {}",
+                home.display()
+            );
+            (now, None)
+        }
+        None => {
+            if index == Index::Qdrant {
+                // Every size fills the same collection (its name comes from the model): start
+                // empty.
+                vectors.index.drop_space(&vectors.space).await?;
+                vectors.index.ensure(&vectors.space).await?;
+            }
+            let now = common::time::now_ms();
+            (now, Some(fill(&store, &vectors, base, size, now).await?))
+        }
+    };
     let query_set = Queries {
         since_ms: now - (size as i64 / 4) * ITEM_GAP_MS,
     };
@@ -752,13 +800,55 @@ async fn measure(setup: &Setup, size: usize) -> anyhow::Result<Figures> {
         store_bytes as f64 / 1e6,
         store_bytes as f64 / size as f64
     );
-    let service = serve(setup, dir.path(), &db, query_set, size).await?;
+    let service = serve(setup, &home, &db, query_set, size).await?;
     Ok(Figures {
         size,
         fill_s,
         store_bytes,
         service,
     })
+}
+
+/// Items in the store.
+async fn items(store: &store::Store) -> anyhow::Result<i64> {
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM memory_items")
+        .fetch_one(store.pool())
+        .await?;
+    Ok(n)
+}
+
+/// When a kept store already holds `size` items with every vector in the index (for Qdrant,
+/// the collection holds as many points), the moment its fill took as now; otherwise `None`.
+async fn filled_before(
+    setup: &Setup,
+    store: &store::Store,
+    vectors: &retrieval::backfill::Vectors,
+    size: usize,
+) -> anyhow::Result<Option<i64>> {
+    let (items, upto, newest): (i64, Option<i64>, Option<i64>) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM memory_items),
+                (SELECT embedded_upto FROM vector_spaces WHERE model = ?),
+                (SELECT max(occurred_at) FROM memory_items)",
+    )
+    .bind(&vectors.space.model)
+    .fetch_one(store.pool())
+    .await?;
+    if items != size as i64 || upto.unwrap_or(0) < size as i64 {
+        return Ok(None);
+    }
+    if setup.index == Index::Qdrant {
+        let qdrant = retrieval::vector::qdrant::Qdrant::connect(
+            &setup.args.qdrant_url,
+            setup.args.qdrant_api_key.clone(),
+            Duration::from_secs(30),
+        )?
+        .with_prefix(&setup.args.qdrant_prefix)?;
+        if qdrant.points(&vectors.space).await? != Some(size as u64) {
+            return Ok(None);
+        }
+    }
+    // The fill dates its last item one gap before its now.
+    Ok(newest.map(|at| at + ITEM_GAP_MS))
 }
 
 /// Bytes of the database with its WAL and shared-memory files.
@@ -1230,7 +1320,11 @@ async fn serve(
         println!(
             "search {size}: service memory peak_rss_mb={peak_rss_mb:.0} rss_mb={rss_mb:.0}"
         );
-        retention(&client, size, query_set).await?;
+        if setup.keep.is_some() {
+            println!("search {size}: retention not measured, the store is kept");
+        } else {
+            retention(&client, size, query_set).await?;
+        }
         Ok(Service {
             p50,
             p95,
