@@ -105,8 +105,8 @@ pub struct RetrievalArgs {
     pub qdrant_on_disk: bool,
 
     /// Keep an eight-bit copy of each new Qdrant collection's vectors in memory, which searches
-    /// scan before re-scoring twice the hits asked for with the full vectors. Applies when a
-    /// collection is created.
+    /// scan before re-scoring the hits it offers (`MNEME_QDRANT_OVERSAMPLING`) with the full
+    /// vectors. Applies when a collection is created.
     #[arg(long, env = "MNEME_QDRANT_QUANTIZE", default_value_t = true, action = clap::ArgAction::Set)]
     pub qdrant_quantize: bool,
 
@@ -129,6 +129,13 @@ pub struct RetrievalArgs {
     /// asked for when more). More finds more of the true nearest, for a slower search.
     #[arg(long, env = "MNEME_QDRANT_HNSW_EF")]
     pub qdrant_hnsw_ef: Option<u64>,
+
+    /// With the eight-bit copy (`MNEME_QDRANT_QUANTIZE`), how many times the hits a search
+    /// asks for the copy offers for re-scoring with the full vectors (Qdrant's
+    /// `oversampling`). A search walks each graph with a beam at least that wide, so more is
+    /// slower; 1 re-scores exactly the hits returned.
+    #[arg(long, env = "MNEME_QDRANT_OVERSAMPLING", default_value_t = vector::qdrant::DEFAULT_OVERSAMPLING)]
+    pub qdrant_oversampling: f64,
 
     /// Pause after each background embedding batch, as a multiple of the batch's time (1 = at
     /// most about half the CPU for a backlog; 0 = as fast as possible).
@@ -189,6 +196,7 @@ impl Default for RetrievalArgs {
             qdrant_ef_construct: None,
             qdrant_max_segment_kb: None,
             qdrant_hnsw_ef: None,
+            qdrant_oversampling: vector::qdrant::DEFAULT_OVERSAMPLING,
             embed_rest_ratio: 1.0,
             embed_chunks: 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
             static_vectors: true,
@@ -287,6 +295,7 @@ pub async fn open_vectors(
             .and_then(|q| q.with_prefix(&args.qdrant_prefix))
             .and_then(|q| q.with_layout(layout))
             .and_then(|q| q.with_search_ef(args.qdrant_hnsw_ef))
+            .and_then(|q| q.with_oversampling(args.qdrant_oversampling))
             .map_err(|e| format!("{e:#}"))?;
             Arc::new(qdrant)
         }

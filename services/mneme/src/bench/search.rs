@@ -458,6 +458,15 @@ pub async fn search(args: &[String]) -> anyhow::Result<()> {
         if let Some(kb) = number("MNEME_QDRANT_MAX_SEGMENT_KB")? {
             args.qdrant_max_segment_kb = Some(kb);
         }
+        // The search settings, for the searches in this process as for the service's.
+        if let Some(ef) = number("MNEME_QDRANT_HNSW_EF")? {
+            args.qdrant_hnsw_ef = Some(ef);
+        }
+        if let Ok(times) = std::env::var("MNEME_QDRANT_OVERSAMPLING") {
+            args.qdrant_oversampling = times
+                .parse()
+                .with_context(|| format!("MNEME_QDRANT_OVERSAMPLING={times:?}: not a number"))?;
+        }
     }
     let queries: usize = std::env::var("MNEME_BENCH_QUERIES")
         .ok()
@@ -623,7 +632,8 @@ async fn vectors_only(
         args.qdrant_api_key.clone(),
         Duration::from_secs(120),
     )?
-    .with_layout(args.qdrant_layout())?;
+    .with_layout(args.qdrant_layout())?
+    .with_oversampling(args.qdrant_oversampling)?;
     let mut line = vec![format!(
         "index=qdrant vectors_only=1 on_disk={} quantize={} ef_construct={} max_segment_kb={}",
         u8::from(args.qdrant_on_disk),
