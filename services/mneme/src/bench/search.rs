@@ -760,15 +760,16 @@ async fn measure(setup: &Setup, size: usize) -> anyhow::Result<Figures> {
     let mut vectors = retrieval::open_vectors(&common, args, store.pool())
         .await
         .map_err(anyhow::Error::msg)?;
-    let kept = filled_before(setup, &store, &vectors, size).await?;
-    if kept.is_none() && items(&store).await? > 0 {
-        // Something else was left here: start from an empty store.
+    let kept = match setup.keep {
+        Some(_) => filled_before(setup, &store, &vectors, size).await?,
+        None => None,
+    };
+    if setup.keep.is_some() && kept.is_none() {
+        // A kept directory holding anything else (or nothing yet) starts from an empty store.
         drop(vectors);
         store.close().await;
-        for suffix in ["", "-wal", "-shm"] {
-            let mut name = db.as_os_str().to_owned();
-            name.push(suffix);
-            let _ = std::fs::remove_file(PathBuf::from(name));
+        for file in db_files(&db) {
+            let _ = std::fs::remove_file(file);
         }
         store = store::Store::open(&db).await?;
         vectors = retrieval::open_vectors(&common, args, store.pool())
@@ -819,14 +820,6 @@ async fn measure(setup: &Setup, size: usize) -> anyhow::Result<Figures> {
     })
 }
 
-/// Items in the store.
-async fn items(store: &store::Store) -> anyhow::Result<i64> {
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM memory_items")
-        .fetch_one(store.pool())
-        .await?;
-    Ok(n)
-}
-
 /// When a kept store already holds `size` items with every vector in the index (for Qdrant,
 /// the collection holds as many points), the moment its fill took as now; otherwise `None`.
 async fn filled_before(
@@ -861,15 +854,20 @@ async fn filled_before(
     Ok(newest.map(|at| at + ITEM_GAP_MS))
 }
 
+/// The database's file, its WAL and its shared-memory file.
+fn db_files(db: &Path) -> [PathBuf; 3] {
+    ["", "-wal", "-shm"].map(|suffix| {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    })
+}
+
 /// Bytes of the database with its WAL and shared-memory files.
 fn store_size(db: &Path) -> u64 {
-    ["", "-wal", "-shm"]
+    db_files(db)
         .iter()
-        .filter_map(|suffix| {
-            let mut name = db.as_os_str().to_owned();
-            name.push(suffix);
-            std::fs::metadata(PathBuf::from(name)).ok()
-        })
+        .filter_map(|file| std::fs::metadata(file).ok())
         .map(|m| m.len())
         .sum()
 }
@@ -1354,10 +1352,8 @@ async fn serve(
 /// Drop the store's pages from the page cache; whether it could.
 fn evict(db: &Path) -> bool {
     let mut evicted = true;
-    for suffix in ["", "-wal"] {
-        let mut name = db.as_os_str().to_owned();
-        name.push(suffix);
-        let file = PathBuf::from(name);
+    // The database and its WAL, which searches read; not the shared-memory index.
+    for file in db_files(db).into_iter().take(2) {
         if !file.exists() {
             continue;
         }

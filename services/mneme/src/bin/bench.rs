@@ -202,25 +202,13 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
             .collect(),
         // For a question about what holds now, how close a later hit's nearest piece must be to
         // a first hit's to move above it.
-        "successor" => [0.4, 0.5, 0.6, 0.7, 0.8]
-            .map(|cosine| {
-                let tuning = Tuning {
-                    successor_cosine: cosine,
-                    ..base
-                };
-                (format!("sweep successor={cosine}"), tuning)
-            })
-            .into(),
+        "successor" => one_setting("successor", &[0.4, 0.5, 0.6, 0.7, 0.8], |t, cosine| {
+            t.successor_cosine = cosine as f32;
+        }),
         // How much the newest items gain.
-        "recency" => [0.0, 0.1, 0.3]
-            .map(|boost| {
-                let tuning = Tuning {
-                    recency_boost: boost,
-                    ..base
-                };
-                (format!("sweep recency={boost}"), tuning)
-            })
-            .into(),
+        "recency" => one_setting("recency", &[0.0, 0.1, 0.3], |t, boost| {
+            t.recency_boost = boost;
+        }),
         // The vector weight, and how few items must hold a query word for it to count as rare
         // (0: no word does), then reciprocal rank fusion. The least range cosines are scaled
         // over is the default's: 0 to 0.3 scored the same on every benchmark.
@@ -249,6 +237,22 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
             .collect(),
     };
     leak_labels(tunings)
+}
+
+/// The default tuning with one setting given each of `values`, labelled `sweep <name>=<value>`.
+fn one_setting(
+    name: &str,
+    values: &[f64],
+    set: fn(&mut retrieval::search::Tuning, f64),
+) -> Vec<(String, retrieval::search::Tuning)> {
+    values
+        .iter()
+        .map(|&value| {
+            let mut tuning = retrieval::search::Tuning::default();
+            set(&mut tuning, value);
+            (format!("sweep {name}={value}"), tuning)
+        })
+        .collect()
 }
 
 /// The labels are keys of the tally for the whole run, so they live as long as it.

@@ -60,8 +60,8 @@ pub struct Layout {
     /// Keep an eight-bit copy of the vectors in memory, which searches scan before re-scoring
     /// the hits it offers (`Qdrant::with_oversampling` times those asked for) with the full
     /// vectors, so the order returned is the full vectors' order: a quarter of the bytes a
-    /// search reads. (At 200,000 vectors it measured
-    /// as fast as full vectors alone; docs/search.md.)
+    /// search reads. (At 200,000 vectors it measured as fast as full vectors alone;
+    /// docs/search.md.)
     pub quantize: bool,
     /// Candidates Qdrant weighs for each point's links while it builds a search graph (its
     /// `ef_construct`); unset takes the server's 100. Building the graphs is what limits a
