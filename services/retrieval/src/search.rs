@@ -346,7 +346,7 @@ impl Searcher {
         let (where_sql, binds) = filters(request);
         // The full-text search runs on SQLite's thread while the query is embedded and the
         // vector index searched, so a hybrid search costs the slower of the two, not their sum.
-        let lexical = async {
+        let full_text = async {
             if !use_fts {
                 return Ok((Vec::new(), HashSet::new()));
             }
@@ -395,6 +395,22 @@ impl Searcher {
             let found = query.bind(depth as i64).fetch_all(&self.pool).await?;
             anyhow::Ok((found, HashSet::new()))
         };
+        // Full text usually answers well before the vector half, so its candidates' rows and
+        // their neighbours (most of what is ranked) are read while the query is still being
+        // embedded or searched, and their cosines asked for beside the vector search.
+        let (loaded_tx, loaded_rx) = tokio::sync::oneshot::channel::<Vec<i64>>();
+        let started = std::time::Instant::now();
+        let lexical = async {
+            let (found, rare) = full_text.await?;
+            let fts_took = started.elapsed();
+            let ids: Vec<i64> = found.iter().map(|(id, _)| *id).collect();
+            let mut rows = Vec::new();
+            self.load_candidates(&mut rows, &ids, &where_sql, &binds)
+                .await?;
+            // No one may be waiting: the vector half can be off or have failed.
+            let _ = loaded_tx.send(rows.iter().map(|r| r.id).collect());
+            anyhow::Ok((found, rare, rows, fts_took))
+        };
         let semantic = async {
             let Some(vectors) = vectors.filter(|_| !when.text.trim().is_empty()) else {
                 return anyhow::Ok(None);
@@ -410,7 +426,18 @@ impl Searcher {
             } else {
                 depth * 4
             };
-            let hits = vectors.knn(&vector, k, &filter).await?;
+            let (hits, known) = tokio::join!(vectors.knn(&vector, k, &filter), async {
+                // Full text failing drops the sender, and its error is reported below.
+                let Ok(ids) = loaded_rx.await else {
+                    return Vec::new();
+                };
+                // What cannot be scored now is scored with the rest after loading.
+                vectors.cosines(&vector, &ids).await.unwrap_or_else(|error| {
+                    tracing::warn!(error = %format!("{error:#}"), "the vector index could not score the full-text candidates");
+                    Vec::new()
+                })
+            });
+            let hits = hits?;
             // Items the model has not reached yet are searched by their static vectors, on a
             // blocking thread as the in-memory scan of the model's vectors is.
             let ahead = match vectors.ahead.as_ref().and_then(|a| a.query(&when.text)) {
@@ -430,16 +457,16 @@ impl Searcher {
                 }
                 None => None,
             };
-            Ok(Some((vector, hits, ahead)))
+            Ok(Some((vector, hits, ahead, known)))
         };
-        let started = std::time::Instant::now();
-        let ((fts_rows, fts_took), (semantic, vector_took)) =
+        let ((fts_rows, fts_rows_took), (semantic, vector_took)) =
             tokio::join!(async { (lexical.await, started.elapsed()) }, async {
                 (semantic.await, started.elapsed())
             });
 
         let mut evidence: HashMap<i64, Evidence> = HashMap::new();
-        let (fts_rows, rare) = fts_rows?;
+        let (fts_rows, rare, mut rows, fts_took) = fts_rows?;
+        let fts_ids: HashSet<i64> = fts_rows.iter().map(|(id, _)| *id).collect();
         for (rank, (id, score)) in fts_rows.into_iter().enumerate() {
             let e = evidence.entry(id).or_default();
             e.fts_rank = Some(rank);
@@ -468,7 +495,8 @@ impl Searcher {
         };
         let mut query_vector = None;
         let mut ahead_query = None;
-        if let Some((vector, hits, ahead)) = semantic {
+        let mut known_cosines = Vec::new();
+        if let Some((vector, hits, ahead, known)) = semantic {
             if let Some((query, hits)) = ahead {
                 // No floor here: the floor is a level of the model's cosines, and a static
                 // cosine's level shifts with the kind of text (conversation or tool output)
@@ -494,6 +522,7 @@ impl Searcher {
                 e.cosine = Some(cosine);
             }
             query_vector = Some(vector);
+            known_cosines = known;
         }
         if evidence.is_empty() {
             return Ok(Ranked {
@@ -504,14 +533,20 @@ impl Searcher {
             });
         }
 
-        // Load the candidates, re-applying every filter (the vector side could not check files
-        // or concepts), then their neighbours in the session, which may be what the question is
-        // about even when they share nothing with it.
-        let ids: Vec<i64> = evidence.keys().copied().collect();
-        let mut rows = self.rows_by_id(&ids, &where_sql, &binds).await?;
-        let neighbours = self.neighbours(&rows, &where_sql, &binds).await?;
-        let known: std::collections::HashSet<i64> = rows.iter().map(|r| r.id).collect();
-        rows.extend(neighbours.into_iter().filter(|r| !known.contains(&r.id)));
+        // The candidates only the vector half found, and their neighbours, join those full
+        // text found.
+        let vector_only: Vec<i64> = evidence
+            .keys()
+            .copied()
+            .filter(|id| !fts_ids.contains(id))
+            .collect();
+        self.load_candidates(&mut rows, &vector_only, &where_sql, &binds)
+            .await?;
+        // The vector search's own cosines stand; the rest come from scoring them beside it.
+        for (id, cosine) in known_cosines {
+            let e = evidence.entry(id).or_default();
+            e.cosine = e.cosine.or(Some(cosine));
+        }
         if let (Some(vectors), Some(query)) = (vectors, &query_vector)
             && let Err(error) = self
                 .fill_cosines(vectors, query, &rows, &mut evidence)
@@ -539,6 +574,7 @@ impl Searcher {
         let scores = score(tuning, request, &rows, &evidence, mode);
         tracing::debug!(
             fts_ms = fts_took.as_secs_f64() * 1e3,
+            fts_rows_ms = fts_rows_took.as_secs_f64() * 1e3,
             vector_ms = vector_took.as_secs_f64() * 1e3,
             candidates_ms = loaded.as_secs_f64() * 1e3,
             candidates = rows.len(),
@@ -780,6 +816,44 @@ impl Searcher {
         Ok(())
     }
 
+    /// Adds to `rows` the candidates `ids` (those passing the filters, which the vector side
+    /// could not all check) and their neighbours in the session, which may be what the question
+    /// is about even when they share nothing with it; each row once.
+    async fn load_candidates(
+        &self,
+        rows: &mut Vec<Row>,
+        ids: &[i64],
+        where_sql: &str,
+        binds: &[Bind],
+    ) -> anyhow::Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let held: HashSet<i64> = rows.iter().map(|r| r.id).collect();
+        let missing: Vec<i64> = ids
+            .iter()
+            .copied()
+            .filter(|id| !held.contains(id))
+            .collect();
+        let fetched = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.rows_by_id(&missing, where_sql, binds).await?
+        };
+        // A candidate already held as another's neighbour still brings its own neighbours.
+        let wanted: HashSet<i64> = ids.iter().copied().collect();
+        let anchors: Vec<&Row> = rows
+            .iter()
+            .filter(|r| wanted.contains(&r.id))
+            .chain(&fetched)
+            .collect();
+        let neighbours = self.neighbours(&anchors, where_sql, binds).await?;
+        rows.extend(fetched);
+        let mut held: HashSet<i64> = rows.iter().map(|r| r.id).collect();
+        rows.extend(neighbours.into_iter().filter(|r| held.insert(r.id)));
+        Ok(())
+    }
+
     async fn rows_by_id(
         &self,
         ids: &[i64],
@@ -797,7 +871,7 @@ impl Searcher {
     /// The items up to two places before and one after each candidate in its session.
     async fn neighbours(
         &self,
-        rows: &[Row],
+        rows: &[&Row],
         where_sql: &str,
         binds: &[Bind],
     ) -> anyhow::Result<Vec<Row>> {
