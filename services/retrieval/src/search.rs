@@ -543,6 +543,8 @@ impl Searcher {
         self.load_candidates(&mut rows, &vector_only, &where_sql, &binds)
             .await?;
         // The vector search's own cosines stand; the rest come from scoring them beside it.
+        // They join the evidence only now: its keys named the candidates above, and a
+        // neighbour given a cosine is not one.
         for (id, cosine) in known_cosines {
             let e = evidence.entry(id).or_default();
             e.cosine = e.cosine.or(Some(cosine));
@@ -829,7 +831,7 @@ impl Searcher {
         if ids.is_empty() {
             return Ok(());
         }
-        let held: HashSet<i64> = rows.iter().map(|r| r.id).collect();
+        let mut held: HashSet<i64> = rows.iter().map(|r| r.id).collect();
         let missing: Vec<i64> = ids
             .iter()
             .copied()
@@ -848,8 +850,8 @@ impl Searcher {
             .chain(&fetched)
             .collect();
         let neighbours = self.neighbours(&anchors, where_sql, binds).await?;
+        held.extend(fetched.iter().map(|r| r.id));
         rows.extend(fetched);
-        let mut held: HashSet<i64> = rows.iter().map(|r| r.id).collect();
         rows.extend(neighbours.into_iter().filter(|r| held.insert(r.id)));
         Ok(())
     }
