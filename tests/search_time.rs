@@ -195,6 +195,66 @@ async fn search_time_words_rank_the_items_of_the_time_they_name() {
     app.stop_services().await;
 }
 
+/// A month the question names is searched on its own: where more than a search's depth of
+/// items match the question better, the one item of that month is still a candidate, and ranks
+/// first by its time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_the_item_of_a_named_month_is_found_below_a_crowd_of_better_matches() {
+    let mut app = App::start().await;
+    const RELEASES: &str = "/work/releases";
+    // 150 short notes on shipping the exporter in January and February, each a little closer
+    // to the question in words and meaning than the one from May, which is one word longer: it
+    // comes last in full-text and in vector mode alike, and a search of ten takes 100
+    // candidates from each retriever. Without the month's own search, the last assertion fails.
+    let crowd: Vec<String> = (0..150)
+        .map(|n| format!("we shipped exporter release {n}"))
+        .collect();
+    let mut sent: Vec<(String, i64, &str)> = crowd
+        .iter()
+        .enumerate()
+        .map(|(n, text)| {
+            let day = at(2026, 1, 5) + (n as i64 % 36) * DAY;
+            (format!("s{n}"), day, text.as_str())
+        })
+        .collect();
+    sent.push((
+        "may".to_owned(),
+        at(2025, 5, 20),
+        "we shipped exporter release 2.4.0 today",
+    ));
+    let borrowed: Vec<(&str, &str, i64, &str)> = sent
+        .iter()
+        .map(|(session, ms, text)| (session.as_str(), RELEASES, *ms, *text))
+        .collect();
+    publish(&app, &borrowed).await;
+    let asked = |query: &str| SearchRequest {
+        as_of_ms: as_of(),
+        ..prompts(query, RELEASES)
+    };
+
+    // Without the month, the crowd holds every place.
+    let reply = search(&app, asked("which exporter release did we ship?")).await;
+    assert_eq!(reply.hits.len(), 10);
+    assert!(
+        reply.hits.iter().all(|hit| hit.session_id != "may"),
+        "the note from May should rank below the crowd without its month"
+    );
+    // With it, the note from May leads.
+    let reply = search(&app, asked("which exporter release did we ship in May?")).await;
+    let first = reply.hits.first().expect("a hit");
+    assert_eq!(
+        first.session_id,
+        "may",
+        "the May release should lead: {:?}",
+        reply
+            .hits
+            .iter()
+            .map(|hit| common::time::utc_day(hit.occurred_at_ms))
+            .collect::<Vec<_>>()
+    );
+    app.stop_services().await;
+}
+
 /// "Two weeks before the Lisbon conference": the span is placed against the day the memory
 /// says the event happened, not against a date in the question.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,6 +22,10 @@ pub const MAX_LIMIT: u32 = 200;
 /// The `group` that answers with sessions rather than items.
 pub const GROUP_SESSION: &str = "session";
 
+/// A time window the question names is widened by half a day either side: the asker's day is
+/// not always the UTC day.
+const WINDOW_PAD: i64 = common::time::DAY_MS / 2;
+
 /// How the full-text and vector rankings are fused.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fusion {
@@ -121,7 +125,10 @@ impl Default for Tuning {
             recency_half_life_days: 30.0,
             project_boost: 1.25,
             vector_floor: 0.2,
-            window_boost: 0.5,
+            // Chosen on the development halves of the three benchmarks (`MNEME_BENCH_SWEEP=
+            // window`; docs/evaluation.md) among 0, 0.5, 1, 2 and 4: the best mean of their
+            // headline figures. Only questions naming a time move.
+            window_boost: 1.0,
             order_boost: 0.3,
             // Off: 0.85 lowered LoCoMo (hybrid R@10 80.3 to 75.7 with the rest of this
             // change), whose evidence often sits in one session; kept as a knob to measure.
@@ -344,6 +351,12 @@ impl Searcher {
         }
         let terms = text::query_terms(&when.text);
         let (where_sql, binds) = filters(request);
+        // A time the question names is searched on its own too, as deep as the whole store: in
+        // a year of memory the items of one month can all rank below the depth taken from
+        // everything ("what did I ship in May?" against a hundred later notes on shipping).
+        let window_filter = when
+            .window
+            .map(|window| within(vector_filter(request), window));
         // The full-text search runs on SQLite's thread while the query is embedded and the
         // vector index searched, so a hybrid search costs the slower of the two, not their sum.
         let full_text = async {
@@ -356,6 +369,7 @@ impl Searcher {
             if request.file.is_empty() && request.concept.is_empty() && self.lexical.is_ready() {
                 let (lexical, phrases) = (self.lexical.clone(), store::fts::phrases(&query));
                 let (weights, filter) = (tuning.columns, vector_filter(request));
+                let window = window_filter.clone();
                 let rare_items = if vectors.is_some() {
                     tuning.rare_items
                 } else {
@@ -363,10 +377,20 @@ impl Searcher {
                 };
                 // On a thread of its own, so it runs while the query is being embedded.
                 let (found, rare) = tokio::task::spawn_blocking(move || {
-                    (
-                        lexical.search(&phrases, &weights, &filter, depth),
-                        lexical.rare_holders(&phrases, rare_items),
-                    )
+                    let mut found = lexical.search(&phrases, &weights, &filter, depth);
+                    // The window's own best follow the store's, with their own scores: BM25
+                    // reads the whole store's statistics whatever the filter.
+                    if let (Some(found), Some(window)) = (found.as_mut(), window) {
+                        let held: HashSet<i64> = found.iter().map(|(id, _)| *id).collect();
+                        let inside = lexical.search(&phrases, &weights, &window, depth);
+                        found.extend(
+                            inside
+                                .into_iter()
+                                .flatten()
+                                .filter(|(id, _)| !held.contains(id)),
+                        );
+                    }
+                    (found, lexical.rare_holders(&phrases, rare_items))
                 })
                 .await?;
                 if let Some(found) = found {
@@ -426,18 +450,32 @@ impl Searcher {
             } else {
                 depth * 4
             };
-            let (hits, known) = tokio::join!(vectors.knn(&vector, k, &filter), async {
-                // Full text failing drops the sender, and its error is reported below.
-                let Ok(ids) = loaded_rx.await else {
-                    return Vec::new();
-                };
-                // What cannot be scored now is scored with the rest after loading.
-                vectors.cosines(&vector, &ids).await.unwrap_or_else(|error| {
+            let in_window = async {
+                match &window_filter {
+                    Some(window) => vectors.knn(&vector, k, window).await,
+                    None => Ok(Vec::new()),
+                }
+            };
+            let (hits, in_window, known) = tokio::join!(
+                vectors.knn(&vector, k, &filter),
+                in_window,
+                async {
+                    // Full text failing drops the sender, and its error is reported below.
+                    let Ok(ids) = loaded_rx.await else {
+                        return Vec::new();
+                    };
+                    // What cannot be scored now is scored with the rest after loading.
+                    vectors.cosines(&vector, &ids).await.unwrap_or_else(|error| {
                     tracing::warn!(error = %format!("{error:#}"), "the vector index could not score the full-text candidates");
                     Vec::new()
                 })
-            });
-            let hits = hits?;
+                }
+            );
+            let mut hits = hits?;
+            // The window's own nearest follow the store's; a rank counts only for fusion by
+            // rank, and theirs come after every one of the store's.
+            let held: HashSet<i64> = hits.iter().map(|(id, _)| *id).collect();
+            hits.extend(in_window?.into_iter().filter(|(id, _)| !held.contains(id)));
             // Items the model has not reached yet are searched by their static vectors, on a
             // blocking thread as the in-memory scan of the model's vectors is.
             let ahead = match vectors.ahead.as_ref().and_then(|a| a.query(&when.text)) {
@@ -600,12 +638,10 @@ impl Searcher {
                 if request.boost_project && row.project == request.project {
                     score *= tuning.project_boost;
                 }
-                if let Some((from, until)) = when.window {
-                    // Half a day either side: the asker's day is not always the UTC day.
-                    const PAD: i64 = common::time::DAY_MS / 2;
-                    if (from - PAD..until + PAD).contains(&row.occurred_at) {
-                        score *= 1.0 + tuning.window_boost;
-                    }
+                if let Some((from, until)) = when.window
+                    && (from - WINDOW_PAD..until + WINDOW_PAD).contains(&row.occurred_at)
+                {
+                    score *= 1.0 + tuning.window_boost;
                 }
                 let body = format!("{} {}", row.title, row.text);
                 let lexical = text::coverage(&terms, &body);
@@ -938,6 +974,15 @@ impl Searcher {
 }
 
 /// The candidates' rows: `ids` ids, with the search's filters (`where_sql`, each ` AND …`).
+/// `filter` narrowed to a window the question names, padded by half a day either side for the
+/// asker's time zone, as its boost is.
+fn within(mut filter: VectorFilter, (from, until): (i64, i64)) -> VectorFilter {
+    let (from, until) = (from - WINDOW_PAD, until + WINDOW_PAD);
+    filter.since_ms = Some(filter.since_ms.map_or(from, |since| since.max(from)));
+    filter.until_ms = Some(filter.until_ms.map_or(until, |u| u.min(until)));
+    filter
+}
+
 fn rows_by_id_sql(ids: usize, where_sql: &str) -> String {
     let marks = vec!["?"; ids].join(", ");
     format!("SELECT {ROW_COLUMNS} FROM memory_items m WHERE m.id IN ({marks}) {where_sql}")

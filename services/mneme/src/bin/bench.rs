@@ -205,6 +205,11 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         "successor" => one_setting("successor", &[0.4, 0.5, 0.6, 0.7, 0.8], |t, cosine| {
             t.successor_cosine = cosine as f32;
         }),
+        // How much the items inside a time window the question names gain ("in June", "two
+        // weeks before I moved"), around the default of 1.
+        "window" => one_setting("window", &[0.0, 0.5, 2.0, 4.0], |t, boost| {
+            t.window_boost = boost;
+        }),
         // How much the newest items gain.
         "recency" => one_setting("recency", &[0.0, 0.1, 0.3], |t, boost| {
             t.recency_boost = boost;
