@@ -456,21 +456,25 @@ impl Searcher {
                     None => Ok(Vec::new()),
                 }
             };
-            let (hits, in_window, known) = tokio::join!(
-                vectors.knn(&vector, k, &filter),
-                in_window,
-                async {
+            let (hits, in_window, known) =
+                tokio::join!(vectors.knn(&vector, k, &filter), in_window, async {
                     // Full text failing drops the sender, and its error is reported below.
                     let Ok(ids) = loaded_rx.await else {
                         return Vec::new();
                     };
                     // What cannot be scored now is scored with the rest after loading.
-                    vectors.cosines(&vector, &ids).await.unwrap_or_else(|error| {
-                    tracing::warn!(error = %format!("{error:#}"), "the vector index could not score the full-text candidates");
-                    Vec::new()
-                })
-                }
-            );
+                    vectors
+                        .cosines(&vector, &ids)
+                        .await
+                        .unwrap_or_else(|error| {
+                            let error = format!("{error:#}");
+                            tracing::warn!(
+                                error = %error,
+                                "the vector index could not score the full-text candidates"
+                            );
+                            Vec::new()
+                        })
+                });
             let mut hits = hits?;
             // The window's own nearest follow the store's; a rank counts only for fusion by
             // rank, and theirs come after every one of the store's.
@@ -973,7 +977,6 @@ impl Searcher {
     }
 }
 
-/// The candidates' rows: `ids` ids, with the search's filters (`where_sql`, each ` AND …`).
 /// `filter` narrowed to a window the question names, padded by half a day either side for the
 /// asker's time zone, as its boost is.
 fn within(mut filter: VectorFilter, (from, until): (i64, i64)) -> VectorFilter {
@@ -983,6 +986,7 @@ fn within(mut filter: VectorFilter, (from, until): (i64, i64)) -> VectorFilter {
     filter
 }
 
+/// The candidates' rows: `ids` ids, with the search's filters (`where_sql`, each ` AND …`).
 fn rows_by_id_sql(ids: usize, where_sql: &str) -> String {
     let marks = vec!["?"; ids].join(", ");
     format!("SELECT {ROW_COLUMNS} FROM memory_items m WHERE m.id IN ({marks}) {where_sql}")
