@@ -379,16 +379,13 @@ impl Searcher {
                 let (found, rare) = tokio::task::spawn_blocking(move || {
                     let mut found = lexical.search(&phrases, &weights, &filter, depth);
                     // The window's own best follow the store's, with their own scores: BM25
-                    // reads the whole store's statistics whatever the filter.
-                    if let (Some(found), Some(window)) = (found.as_mut(), window) {
-                        let held: HashSet<i64> = found.iter().map(|(id, _)| *id).collect();
+                    // reads the whole store's statistics whatever the filter. A search that
+                    // came back short of its depth already holds every match, the window's too.
+                    if let (Some(found), Some(window)) = (found.as_mut(), window)
+                        && found.len() >= depth
+                    {
                         let inside = lexical.search(&phrases, &weights, &window, depth);
-                        found.extend(
-                            inside
-                                .into_iter()
-                                .flatten()
-                                .filter(|(id, _)| !held.contains(id)),
-                        );
+                        append_unheld(found, inside.unwrap_or_default());
                     }
                     (found, lexical.rare_holders(&phrases, rare_items))
                 })
@@ -478,8 +475,7 @@ impl Searcher {
             let mut hits = hits?;
             // The window's own nearest follow the store's; a rank counts only for fusion by
             // rank, and theirs come after every one of the store's.
-            let held: HashSet<i64> = hits.iter().map(|(id, _)| *id).collect();
-            hits.extend(in_window?.into_iter().filter(|(id, _)| !held.contains(id)));
+            append_unheld(&mut hits, in_window?);
             // Items the model has not reached yet are searched by their static vectors, on a
             // blocking thread as the in-memory scan of the model's vectors is.
             let ahead = match vectors.ahead.as_ref().and_then(|a| a.query(&when.text)) {
@@ -984,6 +980,13 @@ fn within(mut filter: VectorFilter, (from, until): (i64, i64)) -> VectorFilter {
     filter.since_ms = Some(filter.since_ms.map_or(from, |since| since.max(from)));
     filter.until_ms = Some(filter.until_ms.map_or(until, |u| u.min(until)));
     filter
+}
+
+/// Appends to a retriever's `found` (item id, score) the items of `more` it does not hold yet,
+/// in their order.
+fn append_unheld<S>(found: &mut Vec<(i64, S)>, more: Vec<(i64, S)>) {
+    let held: HashSet<i64> = found.iter().map(|(id, _)| *id).collect();
+    found.extend(more.into_iter().filter(|(id, _)| !held.contains(id)));
 }
 
 /// The candidates' rows: `ids` ids, with the search's filters (`where_sql`, each ` AND …`).
