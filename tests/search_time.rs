@@ -255,6 +255,112 @@ async fn search_time_the_item_of_a_named_month_is_found_below_a_crowd_of_better_
     app.stop_services().await;
 }
 
+/// "What was I working on two weeks before I moved?": a question that names a time and no
+/// subject is answered by what was recorded nearest that time, session by session, not by the
+/// items that share its one word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_a_question_naming_only_a_time_gets_what_was_done_then() {
+    let mut app = App::start().await;
+    const DAYS: &str = "/work/days";
+    publish(
+        &app,
+        &[
+            (
+                "retry",
+                DAYS,
+                at(2026, 1, 5),
+                "Rewrote the retry loop of the webhook dispatcher.",
+            ),
+            (
+                "export",
+                DAYS,
+                at(2026, 1, 12),
+                "Profiled the CSV export and cut its memory in half.",
+            ),
+            (
+                "audit",
+                DAYS,
+                at(2026, 1, 14),
+                "Added pagination to the audit log endpoint.",
+            ),
+            (
+                "berlin",
+                DAYS,
+                at(2026, 1, 26),
+                "I moved to Berlin last weekend, so my hours might be weird this week.",
+            ),
+            (
+                "billing",
+                DAYS,
+                at(2026, 2, 4),
+                "Renamed the billing tables and their indexes.",
+            ),
+            // The only item holding the question's words, outside every span asked about.
+            (
+                "docs",
+                DAYS,
+                at(2026, 2, 11),
+                "I was working on the onboarding docs, working through every example.",
+            ),
+        ],
+    )
+    .await;
+    let asked = |query: &str| SearchRequest {
+        as_of_ms: as_of(),
+        ..prompts(query, DAYS)
+    };
+    let sessions = |reply: &SearchReply| -> Vec<String> {
+        let mut seen = Vec::new();
+        for hit in &reply.hits {
+            if !seen.contains(&hit.session_id) {
+                seen.push(hit.session_id.clone());
+            }
+        }
+        seen
+    };
+
+    // Two weeks before the move (26 January) is 12 January: that day's work first, then the
+    // work nearest it; the note that merely says "working" is not among them.
+    let reply = search(
+        &app,
+        asked("What was I working on two weeks before I moved to Berlin?"),
+    )
+    .await;
+    assert_eq!(
+        sessions(&reply)[..2],
+        ["export", "audit"],
+        "{:?}",
+        sessions(&reply)
+    );
+    assert!(reply.hits.iter().all(|hit| hit.found_by == ["time"]));
+    // "Last week", asked on Thursday 12 February, is 2 to 8 February.
+    let reply = search(&app, asked("what did I do last week?")).await;
+    assert_eq!(sessions(&reply)[0], "billing", "{:?}", sessions(&reply));
+    // Grouped by session, the same order.
+    let reply = search(
+        &app,
+        SearchRequest {
+            group: "session".into(),
+            ..asked("Roughly two weeks before I moved to Berlin, what was I doing?")
+        },
+    )
+    .await;
+    assert_eq!(
+        sessions(&reply)[..2],
+        ["export", "audit"],
+        "{:?}",
+        sessions(&reply)
+    );
+    // A subject named with the time is still searched for: the docs note is two days later.
+    let reply = search(
+        &app,
+        asked("What was I working on in the onboarding docs two weeks before I moved to Berlin?"),
+    )
+    .await;
+    assert_eq!(sessions(&reply)[0], "docs", "{:?}", sessions(&reply));
+    app.stop_services().await;
+}
+
 /// "Two weeks before the Lisbon conference": the span is placed against the day the memory
 /// says the event happened, not against a date in the question.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -351,6 +351,27 @@ impl Searcher {
         }
         let terms = text::query_terms(&when.text);
         let (where_sql, binds) = filters(request);
+        // A question that names a time and nothing else ("what was I working on a week before I
+        // moved?", "what did I do last Tuesday?") is answered by what was recorded then; its
+        // few other words would match items of any time.
+        if let Some(window) = when.window
+            && text::asks_only_when(&when.rest)
+        {
+            let hits = self
+                .around(request, window, depth, &where_sql, &binds)
+                .await?;
+            let hits = if request.group == GROUP_SESSION {
+                group_sessions(hits, &tuning.session_weights, limit)
+            } else {
+                hits.into_iter().take(limit).collect()
+            };
+            return Ok(Ranked {
+                hits,
+                mode,
+                vector: None,
+                hashes: HashMap::new(),
+            });
+        }
         // A time the question names is searched on its own too, as deep as the whole store: in
         // a year of memory the items of one month can all rank below the depth taken from
         // everything ("what did I ship in May?" against a hundred later notes on shipping).
@@ -707,6 +728,96 @@ impl Searcher {
         })
     }
 
+    /// For a question that names a time and nothing else: the `depth` items nearest the
+    /// middle of `window`, read from the time index on either side of it, so the nearest come
+    /// back even when the window itself holds nothing ("about three weeks before I moved" when
+    /// the closest session was a day earlier). Sessions rank by their nearest item; each gives
+    /// its summary first, then its prompts, then the rest, and its further hits weigh half as
+    /// much each, so the first places name different sessions: what was done then, not every
+    /// turn of one session.
+    async fn around(
+        &self,
+        request: &SearchRequest,
+        window: (i64, i64),
+        depth: usize,
+        where_sql: &str,
+        binds: &[Bind],
+    ) -> anyhow::Result<Vec<SearchHit>> {
+        let (from, until) = window;
+        let middle = from + (until - from) / 2;
+        // Inside the padded window an item's relevance is at least a half.
+        let reach = ((until - from) / 2 + WINDOW_PAD).max(1) as f64;
+        // One project's items are read from the project's own time index, so a small project
+        // in a large store is not found by walking everyone's items (the filters' own project
+        // test is written to keep SQLite off that index when ids are looked up).
+        let project = !request.project.is_empty() && !request.boost_project;
+        let mut rows: Vec<Row> = Vec::new();
+        for before in [true, false] {
+            let sql = around_sql(project, before, where_sql);
+            let mut query = sqlx::query_as::<_, Row>(sqlx::AssertSqlSafe(sql));
+            if project {
+                query = query.bind(request.project.as_str());
+            }
+            let query = query.bind(middle);
+            let found = bind_all(query, binds)
+                .bind(depth as i64)
+                .fetch_all(&self.pool)
+                .await?;
+            rows.extend(found);
+        }
+        let distance = |row: &Row| (row.occurred_at - middle).abs();
+        rows.sort_by_key(distance);
+        rows.truncate(depth);
+        let nearness = |row: &Row| reach / (reach + distance(row) as f64);
+        // Each session's items, the session's nearest first among sessions.
+        let mut sessions: Vec<Vec<Row>> = Vec::new();
+        let mut place: HashMap<String, usize> = HashMap::new();
+        for row in rows {
+            // An item of no session (a pattern, a saved memory) stands alone.
+            let key = match row.session_id.as_str() {
+                "" => format!("#{}", row.id),
+                session => session.to_owned(),
+            };
+            let at = *place.entry(key).or_insert_with(|| {
+                sessions.push(Vec::new());
+                sessions.len() - 1
+            });
+            sessions[at].push(row);
+        }
+        let telling = |kind: &str| match kind {
+            "summary" => 0,
+            "prompt" => 1,
+            _ => 2,
+        };
+        let mut hits = Vec::new();
+        for mut items in sessions {
+            let near = items.iter().map(nearness).fold(0.0, f64::max);
+            items.sort_by_key(|row| (telling(&row.kind), row.occurred_at));
+            for (n, row) in items.into_iter().enumerate() {
+                let relevance = nearness(&row);
+                if relevance < request.min_relevance {
+                    continue;
+                }
+                hits.push(SearchHit {
+                    id: row.id,
+                    snippet: text::snippet(&row.text, &[]),
+                    title: text::snippet(&row.title, &[]).chars().take(120).collect(),
+                    session_id: row.session_id,
+                    project: row.project,
+                    kind: row.kind,
+                    occurred_at_ms: row.occurred_at,
+                    score: near * 0.5f64.powi(n as i32),
+                    relevance,
+                    found_by: vec!["time".to_owned()],
+                    ..SearchHit::default()
+                });
+            }
+        }
+        // Stable: equal scores keep the order of their sessions' nearness.
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        Ok(hits)
+    }
+
     /// When a question that gives no time of its own is asked: now, unless everything it can
     /// reach ended more than a day ago (a project left for months, a history imported long
     /// after it happened). Time words and recency are then read against the newest item in
@@ -993,6 +1104,19 @@ fn append_unheld<S>(found: &mut Vec<(i64, S)>, more: Vec<(i64, S)>) {
 fn rows_by_id_sql(ids: usize, where_sql: &str) -> String {
     let marks = vec!["?"; ids].join(", ");
     format!("SELECT {ROW_COLUMNS} FROM memory_items m WHERE m.id IN ({marks}) {where_sql}")
+}
+
+/// The items nearest a moment (bound first, after the project when `project`), on one side
+/// of it, nearest first, with the search's filters and a limit bound last: SQLite walks the
+/// project's time index, or the store's, from the moment on (a test checks the plan).
+fn around_sql(project: bool, before: bool, where_sql: &str) -> String {
+    let own = if project { "m.project = ? AND " } else { "" };
+    let (compare, order) = if before { ("<=", "DESC") } else { (">", "ASC") };
+    format!(
+        "SELECT {ROW_COLUMNS} FROM memory_items m
+         WHERE {own}m.occurred_at {compare} ? {where_sql}
+         ORDER BY m.occurred_at {order} LIMIT ?"
+    )
 }
 
 /// The rows at `pairs` (session, place) pairs, with the search's filters: SQLite looks each
@@ -1413,6 +1537,49 @@ mod tests {
                         "{request:?}: {detail} in {plan:?}"
                     );
                 }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_items_nearest_a_time_are_read_from_a_time_index_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store::Store::open(&dir.path().join("m.db")).await.unwrap();
+        for (project, index) in [
+            ("", "memory_by_time (occurred_at"),
+            ("/work/p", "memory_by_project (project=? AND occurred_at"),
+        ] {
+            let request = SearchRequest {
+                project: project.into(),
+                kinds: vec!["prompt".into()],
+                ..Default::default()
+            };
+            let (where_sql, binds) = filters(&request);
+            for before in [true, false] {
+                let sql = around_sql(!project.is_empty(), before, &where_sql);
+                let explain = format!("EXPLAIN QUERY PLAN {sql}");
+                let mut query =
+                    sqlx::query_as::<_, (i64, i64, i64, String)>(sqlx::AssertSqlSafe(explain));
+                if !project.is_empty() {
+                    query = query.bind(project);
+                }
+                let plan: Vec<String> = bind_all(query.bind(1_000_i64), &binds)
+                    .bind(10_i64)
+                    .fetch_all(store.pool())
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|(_, _, _, detail)| detail)
+                    .collect();
+                assert!(
+                    plan.iter()
+                        .any(|d| d.starts_with("SEARCH m USING INDEX") && d.contains(index)),
+                    "{project:?} before={before}: {plan:?}"
+                );
+                assert!(
+                    !plan.iter().any(|d| d.contains("TEMP B-TREE")),
+                    "{project:?} before={before}: sorted after reading: {plan:?}"
+                );
             }
         }
     }

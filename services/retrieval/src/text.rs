@@ -284,6 +284,48 @@ pub fn asks_for_several(question: &str) -> bool {
     verb > 0 && is_plural(rest[verb - 1])
 }
 
+/// Words that ask what went on without saying about what ("what was I working on", "what did I
+/// get up to", "roughly"), beside the stopwords. Sorted for binary search.
+const ACTIVITY: &[&str] = &[
+    "anything",
+    "approximately",
+    "around",
+    "busy",
+    "exactly",
+    "focus",
+    "focused",
+    "focusing",
+    "get",
+    "going",
+    "got",
+    "happen",
+    "happened",
+    "happening",
+    "mostly",
+    "roughly",
+    "something",
+    "spend",
+    "spending",
+    "spent",
+    "stuff",
+    "time",
+    "work",
+    "worked",
+    "working",
+];
+
+/// Whether what is left of a question once its time words are taken out ([`crate::when`])
+/// names no subject: "what was I working on", "what did I do", or nothing at all. Such a
+/// question asks what happened at the time it names, and whatever was recorded then answers
+/// it, while its few words match items of any time.
+pub fn asks_only_when(rest: &str) -> bool {
+    rest.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’')
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '’').replace('’', "'"))
+        .filter(|w| !w.is_empty())
+        .all(|w| is_stopword(&w) || ACTIVITY.binary_search(&w.as_str()).is_ok())
+}
+
 /// Whether an English noun looks plural: it ends in one "s" that is not part of "-ss", "-us"
 /// or "-is" ("databases", "libraries", but not "process", "status", "analysis").
 fn is_plural(word: &str) -> bool {
@@ -406,6 +448,35 @@ mod tests {
             "Which tests flake",
         ] {
             assert!(!asks_for_several(one), "{one}");
+        }
+    }
+
+    #[test]
+    fn activity_words_are_sorted_for_binary_search() {
+        assert!(ACTIVITY.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn questions_naming_only_a_time_are_told_from_questions_about_a_subject() {
+        // What is left once `when` has taken the time words out.
+        for open in [
+            "What was I working on about?",
+            "What did I work on?",
+            ", what was I doing?",
+            "what did I get up to",
+            "What happened?",
+            "",
+        ] {
+            assert!(asks_only_when(open), "{open:?}");
+        }
+        for subject in [
+            "What did I ship?",
+            "what did I do on the invoice exporter?",
+            "Which release went out, and what was in it?",
+            "What broke?",
+            "What was I working on in the billing service?",
+        ] {
+            assert!(!asks_only_when(subject), "{subject:?}");
         }
     }
 

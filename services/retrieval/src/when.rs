@@ -25,6 +25,9 @@ pub struct When {
     /// The query with its time expressions taken out (the query itself when none were found, or
     /// when nothing but time and stopwords would be left).
     pub text: String,
+    /// The query with its time expressions taken out, even when nothing but stopwords is left
+    /// ("what did I do"): whether the question names anything besides a time.
+    pub rest: String,
     /// The span the question points at, `[from, until)` in Unix milliseconds.
     pub window: Option<(i64, i64)>,
     pub order: Option<Order>,
@@ -526,6 +529,7 @@ pub fn parse(query: &str, as_of: i64) -> When {
     let w = words(query);
     let mut when = When {
         text: query.to_owned(),
+        rest: query.to_owned(),
         ..When::default()
     };
     let mut cut: Vec<(usize, usize)> = Vec::new();
@@ -569,8 +573,9 @@ pub fn parse(query: &str, as_of: i64) -> When {
     // A question that is only about time ("what happened yesterday?") keeps its words: with
     // nothing else to match, matching them is better than matching nothing.
     if says_something(&text) {
-        when.text = text;
+        when.text.clone_from(&text);
     }
+    when.rest = text;
     when
 }
 
@@ -785,6 +790,16 @@ mod tests {
         let bare = parse("what did I do yesterday", AS_OF);
         assert_eq!(bare.text, "what did I do yesterday");
         assert!(bare.window.is_some());
+        // What is left, said plainly, tells search the question names nothing else.
+        assert_eq!(bare.rest, "what did I do");
+        assert_eq!(
+            parse(
+                "Roughly three weeks before I moved to Berlin, what was I doing?",
+                AS_OF
+            )
+            .rest,
+            "Roughly , what was I doing?"
+        );
     }
 
     #[test]
