@@ -141,6 +141,10 @@ async fn status_and_search_work_from_the_cli() {
         3
     );
 
+    // Searched once every item has its vector: before, the order depends on which the model
+    // reached first (on a busy machine the English prompt, embedded and nearest in meaning to
+    // anything, came before the Chinese one full text found).
+    app.wait_indexed(3).await;
     let output = app.mneme(&["status", "--json"]);
     assert!(output.status.success(), "{output:?}");
     let status: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -169,7 +173,8 @@ async fn status_and_search_work_from_the_cli() {
         hits["hits"][0]["title"]
             .as_str()
             .unwrap()
-            .contains("数据库连接池")
+            .contains("数据库连接池"),
+        "{hits}"
     );
     let hits = search("refused");
     assert_eq!(hits["hits"][0]["kind"], "error");
