@@ -262,49 +262,44 @@ async fn search_time_the_item_of_a_named_month_is_found_below_a_crowd_of_better_
 async fn search_time_a_question_naming_only_a_time_gets_what_was_done_then() {
     let mut app = App::start().await;
     const DAYS: &str = "/work/days";
-    publish(
-        &app,
-        &[
-            (
-                "retry",
-                DAYS,
-                at(2026, 1, 5),
-                "Rewrote the retry loop of the webhook dispatcher.",
-            ),
-            (
-                "export",
-                DAYS,
-                at(2026, 1, 12),
-                "Profiled the CSV export and cut its memory in half.",
-            ),
-            (
-                "audit",
-                DAYS,
-                at(2026, 1, 14),
-                "Added pagination to the audit log endpoint.",
-            ),
-            (
-                "berlin",
-                DAYS,
-                at(2026, 1, 26),
-                "I moved to Berlin last weekend, so my hours might be weird this week.",
-            ),
-            (
-                "billing",
-                DAYS,
-                at(2026, 2, 4),
-                "Renamed the billing tables and their indexes.",
-            ),
-            // The only item holding the question's words, outside every span asked about.
-            (
-                "docs",
-                DAYS,
-                at(2026, 2, 11),
-                "I was working on the onboarding docs, working through every example.",
-            ),
-        ],
-    )
-    .await;
+    let work = [
+        (
+            "retry",
+            at(2026, 1, 5),
+            "Rewrote the retry loop of the webhook dispatcher.",
+        ),
+        (
+            "export",
+            at(2026, 1, 12),
+            "Profiled the CSV export and cut its memory in half.",
+        ),
+        (
+            "audit",
+            at(2026, 1, 14),
+            "Added pagination to the audit log endpoint.",
+        ),
+        (
+            "berlin",
+            at(2026, 1, 26),
+            "I moved to Berlin last weekend, so my hours might be weird.",
+        ),
+        (
+            "billing",
+            at(2026, 2, 4),
+            "Renamed the billing tables and their indexes.",
+        ),
+        // The only item holding the question's words, outside every span asked about.
+        (
+            "docs",
+            at(2026, 2, 11),
+            "I was working on the onboarding docs, working through them.",
+        ),
+    ];
+    let sent: Vec<(&str, &str, i64, &str)> = work
+        .iter()
+        .map(|(session, ms, text)| (*session, DAYS, *ms, *text))
+        .collect();
+    publish(&app, &sent).await;
     let asked = |query: &str| SearchRequest {
         as_of_ms: as_of(),
         ..prompts(query, DAYS)

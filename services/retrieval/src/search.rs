@@ -1520,13 +1520,7 @@ mod tests {
                         query.bind(k as i64)
                     };
                 }
-                let plan: Vec<String> = bind_all(query, &binds)
-                    .fetch_all(store.pool())
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|(_, _, _, detail)| detail)
-                    .collect();
+                let plan = plan_details(bind_all(query, &binds), store.pool()).await;
                 let on_items: Vec<&String> = plan.iter().filter(|d| d.contains(" m ")).collect();
                 assert!(!on_items.is_empty(), "{plan:?}");
                 for detail in on_items {
@@ -1539,6 +1533,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The detail column of each step of an `EXPLAIN QUERY PLAN`.
+    async fn plan_details(
+        query: sqlx::query::QueryAs<
+            '_,
+            sqlx::Sqlite,
+            (i64, i64, i64, String),
+            sqlx::sqlite::SqliteArguments,
+        >,
+        pool: &SqlitePool,
+    ) -> Vec<String> {
+        let steps = query.fetch_all(pool).await.unwrap();
+        steps.into_iter().map(|(_, _, _, detail)| detail).collect()
     }
 
     #[tokio::test]
@@ -1563,14 +1571,8 @@ mod tests {
                 if !project.is_empty() {
                     query = query.bind(project);
                 }
-                let plan: Vec<String> = bind_all(query.bind(1_000_i64), &binds)
-                    .bind(10_i64)
-                    .fetch_all(store.pool())
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|(_, _, _, detail)| detail)
-                    .collect();
+                let query = bind_all(query.bind(1_000_i64), &binds).bind(10_i64);
+                let plan = plan_details(query, store.pool()).await;
                 assert!(
                     plan.iter()
                         .any(|d| d.starts_with("SEARCH m USING INDEX") && d.contains(index)),
