@@ -187,6 +187,25 @@ struct Row {
     occurred_at: i64,
 }
 
+impl Row {
+    /// The hit this row makes, its snippet centred on the first of `terms` it holds.
+    fn hit(self, terms: &[String], score: f64, relevance: f64, found_by: Vec<String>) -> SearchHit {
+        SearchHit {
+            id: self.id,
+            snippet: text::snippet(&self.text, terms),
+            title: text::snippet(&self.title, &[]).chars().take(120).collect(),
+            session_id: self.session_id,
+            project: self.project,
+            kind: self.kind,
+            occurred_at_ms: self.occurred_at,
+            score,
+            relevance,
+            found_by,
+            ..SearchHit::default()
+        }
+    }
+}
+
 /// What each retriever said about one candidate.
 #[derive(Default, Clone, Copy)]
 struct Evidence {
@@ -647,7 +666,7 @@ impl Searcher {
         let mut hashes: HashMap<i64, String> = HashMap::new();
         let mut hits: Vec<SearchHit> = rows
             .into_iter()
-            .filter_map(|row| {
+            .filter_map(|mut row| {
                 let mut score = *scores.get(&row.id)?;
                 if score <= 0.0 {
                     return None;
@@ -671,7 +690,7 @@ impl Searcher {
                 if relevance < request.min_relevance {
                     return None;
                 }
-                hashes.insert(row.id, row.text_hash);
+                hashes.insert(row.id, std::mem::take(&mut row.text_hash));
                 let mut found_by = Vec::new();
                 if e.fts_rank.is_some() {
                     found_by.push("fts".to_owned());
@@ -679,19 +698,7 @@ impl Searcher {
                 if e.vector_rank.is_some() {
                     found_by.push("vector".to_owned());
                 }
-                Some(SearchHit {
-                    id: row.id,
-                    snippet: text::snippet(&row.text, &terms),
-                    title: text::snippet(&row.title, &[]).chars().take(120).collect(),
-                    session_id: row.session_id,
-                    project: row.project,
-                    kind: row.kind,
-                    occurred_at_ms: row.occurred_at,
-                    score,
-                    relevance,
-                    found_by,
-                    ..SearchHit::default()
-                })
+                Some(row.hit(&terms, score, relevance, found_by))
             })
             .collect();
         if let Some(order) = when.order {
@@ -769,21 +776,12 @@ impl Searcher {
         rows.sort_by_key(distance);
         rows.truncate(depth);
         let nearness = |row: &Row| reach / (reach + distance(row) as f64);
-        // Each session's items, the session's nearest first among sessions.
-        let mut sessions: Vec<Vec<Row>> = Vec::new();
-        let mut place: HashMap<String, usize> = HashMap::new();
-        for row in rows {
-            // An item of no session (a pattern, a saved memory) stands alone.
-            let key = match row.session_id.as_str() {
-                "" => format!("#{}", row.id),
-                session => session.to_owned(),
-            };
-            let at = *place.entry(key).or_insert_with(|| {
-                sessions.push(Vec::new());
-                sessions.len() - 1
-            });
-            sessions[at].push(row);
-        }
+        // Each session's items, the session's nearest first among sessions; an item of no
+        // session (a pattern, a saved memory) stands alone.
+        let sessions = by_session(rows, |row| match row.session_id.as_str() {
+            "" => format!("#{}", row.id),
+            session => session.to_owned(),
+        });
         let telling = |kind: &str| match kind {
             "summary" => 0,
             "prompt" => 1,
@@ -798,19 +796,8 @@ impl Searcher {
                 if relevance < request.min_relevance {
                     continue;
                 }
-                hits.push(SearchHit {
-                    id: row.id,
-                    snippet: text::snippet(&row.text, &[]),
-                    title: text::snippet(&row.title, &[]).chars().take(120).collect(),
-                    session_id: row.session_id,
-                    project: row.project,
-                    kind: row.kind,
-                    occurred_at_ms: row.occurred_at,
-                    score: near * 0.5f64.powi(n as i32),
-                    relevance,
-                    found_by: vec!["time".to_owned()],
-                    ..SearchHit::default()
-                });
+                let score = near * 0.5f64.powi(n as i32);
+                hits.push(row.hit(&[], score, relevance, vec!["time".to_owned()]));
             }
         }
         // Stable: equal scores keep the order of their sessions' nearness.
@@ -1286,20 +1273,31 @@ fn favour_order(hits: &mut [SearchHit], order: Order, boost: f64) {
     }
 }
 
+/// `items` in lists by the session `session` names for each, in the order each session first
+/// appears, each list in the order given.
+fn by_session<T>(items: Vec<T>, session: impl Fn(&T) -> String) -> Vec<Vec<T>> {
+    let mut lists: Vec<Vec<T>> = Vec::new();
+    let mut place: HashMap<String, usize> = HashMap::new();
+    for item in items {
+        let at = *place.entry(session(&item)).or_insert_with(|| {
+            lists.push(Vec::new());
+            lists.len() - 1
+        });
+        lists[at].push(item);
+    }
+    lists
+}
+
 /// The best `limit` hits, sorted, with each session's third and later hits weighed down by
 /// `decay` per hit, so the rest of an answer held by other sessions is not crowded out by one
 /// long session.
 fn spread_sessions(hits: Vec<SearchHit>, decay: f64, limit: usize) -> Vec<SearchHit> {
     // Each session's hits, best first; the lists are taken from the front.
-    let mut queues: Vec<std::collections::VecDeque<SearchHit>> = Vec::new();
-    let mut place: HashMap<String, usize> = HashMap::new();
-    for hit in hits {
-        let at = *place.entry(hit.session_id.clone()).or_insert_with(|| {
-            queues.push(Default::default());
-            queues.len() - 1
-        });
-        queues[at].push_back(hit);
-    }
+    let mut queues: Vec<std::collections::VecDeque<SearchHit>> =
+        by_session(hits, |hit| hit.session_id.clone())
+            .into_iter()
+            .map(Into::into)
+            .collect();
     let mut taken = vec![0i32; queues.len()];
     let mut out = Vec::new();
     while out.len() < limit {
@@ -1357,19 +1355,14 @@ fn later_first(hits: &mut [SearchHit], matched: &HashMap<i64, u64>, margin: f64)
 /// holding a single slightly better one. The best `limit` sessions, each with its best hits,
 /// best first, every hit carrying its session's score.
 fn group_sessions(hits: Vec<SearchHit>, weights: &[f64], limit: usize) -> Vec<SearchHit> {
-    let mut sessions: Vec<(f64, Vec<SearchHit>)> = Vec::new();
-    let mut place: HashMap<String, usize> = HashMap::new();
-    for hit in hits {
-        let at = *place.entry(hit.session_id.clone()).or_insert_with(|| {
-            sessions.push((0.0, Vec::new()));
-            sessions.len() - 1
-        });
-        let (score, kept) = &mut sessions[at];
-        if let Some(weight) = weights.get(kept.len()) {
-            *score += weight * hit.score;
-            kept.push(hit);
-        }
-    }
+    let mut sessions: Vec<(f64, Vec<SearchHit>)> = by_session(hits, |hit| hit.session_id.clone())
+        .into_iter()
+        .map(|mut kept| {
+            kept.truncate(weights.len());
+            let score = kept.iter().zip(weights).map(|(hit, w)| w * hit.score).sum();
+            (score, kept)
+        })
+        .collect();
     // Ties go to the session whose best hit came first.
     sessions.sort_by(|a, b| b.0.total_cmp(&a.0));
     sessions
