@@ -1609,10 +1609,239 @@ const PROJECTS: &[&str] = &[
     "puffin",
 ];
 
+/// Facts only the assistant states: a recommendation, a setting, a diagnosis, somewhere in one
+/// long answer (3,000 to 9,000 characters), asked about later ("Which retry library did you
+/// recommend?"). Nothing the user says names them, so only the answer's own text can be found;
+/// the answers are long so that the fact often sits past what an embedding model reads of
+/// one piece. Written with their own generator stream (see [`said_by_the_assistant`]), so the
+/// rest of a history is what it was before this category existed, but for the answers that
+/// carry these facts and the remarks sharing their vocabulary.
+const ASSISTANT: &[Kind] = &[
+    Kind {
+        values: &["backon", "tokio-retry", "tenacity", "p-retry", "retry-go"],
+        state: &[
+            "For the retries themselves I would not hand-roll the loop again: the {v} library gives you exponential backoff with jitter and a cap on attempts, and it composes with the timeout you already have around the call.",
+            "Rather than maintaining our own backoff loop in {func}, pull in {v}; it handles jitter, a maximum number of attempts and a predicate for which errors are worth another try.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "Which retry library did you recommend to me?",
+            "What did you suggest using for backoff with jitter instead of writing the loop by hand?",
+            "You pointed me at a package for retrying failed calls. Which one was it?",
+        ],
+        noise: &[
+            "Retries are only safe here because the handler is idempotent; without that, a second attempt could charge a customer twice.",
+            "A burst of retries right after an outage is exactly what the circuit breaker is meant to absorb.",
+        ],
+    },
+    Kind {
+        values: &[
+            "pg_blocking_pids() against pg_stat_activity",
+            "pg_locks joined with pg_stat_activity",
+            "pg_stat_activity filtered on wait_event_type = 'Lock'",
+        ],
+        state: &[
+            "Next time the {table} updates pile up, look at {v} while it is happening: it shows the waiting statement next to the one holding the lock, which is usually all you need to find the culprit.",
+            "To see who is blocking whom in the database, the quickest view is {v}; run it during the stall and the session at the head of the chain is the one to look at, often an open transaction someone forgot in a console.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "How did you tell me to find out which query is holding a lock in Postgres?",
+            "What did you suggest querying to see which session blocks the others?",
+            "You explained how to spot the query at the head of a lock chain. What was it?",
+        ],
+        noise: &[
+            "Long transactions also keep autovacuum from cleaning up, which is a second reason to keep them short.",
+            "The migration takes a brief lock on {table}, so it should run outside the busiest hour.",
+        ],
+    },
+    Kind {
+        values: &["heaptrack", "valgrind's massif", "bytehound", "memray", "pprof heap profiles"],
+        state: &[
+            "Before guessing at the leak any further, I'd take a profile with {v}: run the {svc} under it for ten minutes of normal traffic and look at which call sites keep allocations alive; it usually points at a cache that never evicts.",
+            "The growth you see in the container's memory is steady rather than spiky, which smells like something retained forever. {v} will tell you which allocation sites own the memory after an hour; that is faster than reading the code for it.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "Which memory profiler did you suggest for tracking down the leak?",
+            "What tool did you tell me to use to find where the memory keeps growing?",
+            "You recommended something to profile the memory growth of the service. What was it?",
+        ],
+        noise: &[
+            "Memory usage on the dashboard includes the page cache, so it always looks higher than what the process itself holds.",
+            "The OOM kills last month were the batch job, not this service.",
+        ],
+    },
+    Kind {
+        values: &["2.5 seconds", "800 milliseconds", "4 seconds", "1.5 seconds"],
+        state: &[
+            "I'd set the HTTP client timeout to {v} for calls to the {svc}: its p99 is well below that, so anything slower is almost certainly stuck, and failing fast leaves room for one retry inside the caller's own deadline.",
+            "The client has no timeout at all at the moment, which is how one slow dependency ties up every worker. Give it {v}; that is about three times the dependency's p99, generous for a healthy call and short enough to fail fast.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "What client timeout did you recommend for the calls between our services?",
+            "How long did you say the HTTP client should wait before giving up on the other service?",
+            "What value did you propose for the outbound request timeout?",
+        ],
+        noise: &[
+            "Timeouts should be set by whoever knows the latency budget of the whole request, not by each library separately.",
+            "The load balancer has its own idle timeout, which is unrelated to the client's.",
+        ],
+    },
+    Kind {
+        values: &[
+            "a partial index on status WHERE status = 'pending'",
+            "a BRIN index on created_at",
+            "a covering index on (customer_id, created_at) INCLUDE (total)",
+            "a GIN index on the tags column",
+        ],
+        state: &[
+            "The slow part of that report is the sequential scan of {table}; {v} should turn it into an index scan, and it can be built concurrently, so it goes out without a maintenance window.",
+            "Looking at the plan, the report reads every row of {table} to keep a handful. I'd add {v}; build it with CREATE INDEX CONCURRENTLY and compare the plan before and after.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "What kind of index did you propose to speed up the slow report?",
+            "Which index did you suggest adding for the report query?",
+            "You suggested an index for the report that scanned the whole table. Which one?",
+        ],
+        noise: &[
+            "Every extra index slows down the writes a little, so it is worth dropping the ones nothing uses.",
+            "The query planner's estimates for {table} were off because the statistics were stale.",
+        ],
+    },
+    Kind {
+        values: &[
+            "git bisect run with the failing test as the script",
+            "git bisect between last month's release tag and main",
+            "git log -S with the name of the changed constant",
+        ],
+        state: &[
+            "To find which commit introduced the regression without reading them all, use {v}; it narrows a few hundred commits down in a handful of steps, and you can leave it running while you do something else.",
+            "Since nobody remembers when this started, let the history tell you: {v} will point at the commit that changed the behaviour, and then the diff usually explains itself.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "How did you suggest finding the commit that introduced the regression?",
+            "What git technique did you recommend for tracking down when the bug appeared?",
+        ],
+        noise: &[
+            "Small commits make any later search through the history much easier.",
+            "The regression test should go in before the fix, so it is seen failing first.",
+        ],
+    },
+    Kind {
+        values: &[
+            "clippy::unwrap_used",
+            "clippy::large_enum_variant",
+            "@typescript-eslint/no-floating-promises",
+            "ruff's B006 rule",
+            "staticcheck's SA1019 check",
+        ],
+        state: &[
+            "To stop this class of bug from coming back, I'd turn on {v} in CI: it flags exactly the pattern that caused it, and the handful of existing hits are easy to fix in one go.",
+            "It would be worth enabling {v} in the lint step, so the next occurrence fails the build instead of reaching production; I checked, and only a few places would need changes today.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "Which lint did you suggest enabling so the bug doesn't come back?",
+            "What linter rule did you recommend turning on in CI?",
+            "You told me about a lint check that would have caught that bug. What was it called?",
+        ],
+        noise: &[
+            "The lint step is the fastest part of the pipeline, so adding checks there costs almost nothing.",
+            "A linter warning that everybody ignores is worse than no warning at all.",
+        ],
+    },
+    Kind {
+        values: &[
+            "Designing Data-Intensive Applications",
+            "the Google SRE book",
+            "Release It!",
+            "Database Internals",
+        ],
+        state: &[
+            "If you want the background on why this fails the way it does, the chapter on replication in {v} explains it better than I can here; it is worth an evening.",
+            "For a deeper treatment of these failure modes, I'd recommend reading {v}: it covers timeouts, replication lag and cascading failures with examples very close to what happened here.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "What book did you recommend for understanding replication and failures?",
+            "Which book did you say I should read about these failure modes?",
+        ],
+        noise: &[
+            "The replica lag alert fires every night during the batch import and nobody looks at it any more.",
+            "Write-ups of other companies' outages are a cheap way to learn these lessons.",
+        ],
+    },
+    Kind {
+        values: &[
+            "k6 with a ramping-arrival-rate scenario",
+            "vegeta at a constant request rate",
+            "wrk2 with a fixed throughput",
+            "locust with a step load shape",
+        ],
+        state: &[
+            "To know whether the fix holds, load-test the {svc} with {v}: a fixed arrival rate shows queueing that a closed loop of virtual users hides, because slow responses slow the test down instead of piling up.",
+            "For the load test I'd use {v} rather than the ad-hoc script; it keeps sending at the target rate even when responses slow down, which is what real users do and what exposes the queue.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "How did you suggest load-testing the service to check the fix?",
+            "What load-testing tool and setup did you recommend?",
+            "You described a better way to load test than my script. What was it?",
+        ],
+        noise: &[
+            "The staging cluster has fewer nodes than production, so its numbers only compare with each other.",
+            "Load tests against a shared environment annoy everyone else using it.",
+        ],
+    },
+    Kind {
+        values: &[
+            "clock skew between the two hosts",
+            "a stale DNS entry cached by the client",
+            "the load balancer closing idle keep-alive connections",
+            "the connection pool being shared across forked workers",
+        ],
+        state: &[
+            "My best guess at the root cause of the intermittent failures is {v}: it explains why they only show up after a quiet period and never in the tests, which run on one machine.",
+            "Putting the timings together, I think the intermittent errors come from {v}. That would explain why a retry always succeeds and why the errors cluster after deploys and quiet nights.",
+        ],
+        change: &[],
+        confirm: &[],
+        ask: &[
+            "What did you think was the root cause of the intermittent errors?",
+            "What was your explanation for the errors that only appeared after a quiet period?",
+            "You had a theory about why the failures were intermittent. What was it?",
+        ],
+        noise: &[
+            "Intermittent failures are the most expensive kind to debug, so the logs should say more when one happens.",
+            "The errors in the dashboard last night were from the deploy itself, not from users.",
+        ],
+    },
+];
+
 // ---------------------------------------------------------------------------------------------
 // A generated history.
 
-const CATEGORIES: [&str; 5] = ["single", "preference", "aggregation", "temporal", "update"];
+const CATEGORIES: [&str; 6] = [
+    "single",
+    "preference",
+    "aggregation",
+    "temporal",
+    "update",
+    "assistant",
+];
 
 struct Turn {
     user: bool,
@@ -1628,7 +1857,7 @@ struct Session {
 
 struct Question {
     text: String,
-    /// 1 to 5, the index into [`CATEGORIES`] plus one.
+    /// 1 to 6, the index into [`CATEGORIES`] plus one.
     category: u8,
     /// Indices of the evidence sessions.
     evidence: Vec<usize>,
@@ -2026,9 +2255,10 @@ fn generate(index: usize) -> History {
         older: Vec::new(),
     });
 
-    let sessions = (0..count)
+    let mut sessions: Vec<Session> = (0..count)
         .map(|i| session(&mut rng, index, starts[i], &plants[i], &noise))
         .collect();
+    said_by_the_assistant(index, &mut sessions, &mut questions);
     History {
         index,
         cwd,
@@ -2036,6 +2266,73 @@ fn generate(index: usize) -> History {
         questions,
         as_of_ms,
     }
+}
+
+/// Three facts only the assistant states ([`ASSISTANT`]), each in one long answer of its own
+/// session, and their kinds' remarks in answers of other sessions. This draws from a generator
+/// of its own, seeded apart from the history's, so everything else the history says is what it
+/// was before this category existed.
+fn said_by_the_assistant(index: usize, sessions: &mut [Session], questions: &mut Vec<Question>) {
+    let mut rng = Lcg::new(0xa551_57a4_7000 + index as u64);
+    let kinds = rng.distinct(ASSISTANT.len(), 3);
+    let chosen = rng.distinct(sessions.len(), 3);
+    let replies = |session: &Session| -> Vec<usize> {
+        (0..session.turns.len())
+            .filter(|&n| !session.turns[n].user)
+            .collect()
+    };
+    for (&k, &s) in kinds.iter().zip(&chosen) {
+        let kind = &ASSISTANT[k];
+        let v = rng.pick(kind.values);
+        let template = rng.pick(kind.state);
+        let fact = rng.fill(template, &[("v", v)]);
+        let answers = replies(&sessions[s]);
+        let at = answers[rng.below(answers.len())];
+        let turn = &mut sessions[s].turns[at];
+        turn.text = lengthened(&mut rng, &turn.text, &fact);
+        questions.push(Question {
+            text: rng.pick(kind.ask).to_owned(),
+            category: 6,
+            evidence: vec![s],
+            older: Vec::new(),
+        });
+        for template in kind.noise {
+            let other = rng.below(sessions.len());
+            if other == s {
+                continue;
+            }
+            let answers = replies(&sessions[other]);
+            let at = answers[rng.below(answers.len())];
+            let remark = rng.fill(template, &[]);
+            let turn = &mut sessions[other].turns[at];
+            turn.text = format!("{}\n\n{remark}", turn.text);
+        }
+    }
+}
+
+/// An answer made long (3,000 to 9,000 characters) with more of the paragraphs answers are
+/// made of, and `fact` as one of its paragraphs, at any place but the first.
+fn lengthened(rng: &mut Lcg, answer: &str, fact: &str) -> String {
+    let mut paras: Vec<String> = answer.split("\n\n").map(str::to_owned).collect();
+    let target = rng.range(3_000, 9_000);
+    let mut length = answer.len() + fact.len() + 2;
+    while length < target {
+        let template = if rng.chance(0.5) {
+            rng.pick(GENERIC)
+        } else {
+            let topic = &TOPICS[rng.below(TOPICS.len())];
+            rng.pick(topic.paras)
+        };
+        let para = rng.fill(template, &[]);
+        if length + para.len() + 2 > 9_000 {
+            break;
+        }
+        length += para.len() + 2;
+        paras.push(para);
+    }
+    let at = rng.range(1, paras.len());
+    paras.insert(at, fact.to_owned());
+    paras.join("\n\n")
 }
 
 /// One session: a topic, user turns (with the plants and some noise), long assistant answers.
@@ -2449,7 +2746,7 @@ pub async fn histories() -> anyhow::Result<()> {
             "mode", "category", "n", "all@5", "all@10", "any@5"
         );
         for &mode in &modes {
-            for category in 0..=5u8 {
+            for category in 0..=CATEGORIES.len() as u8 {
                 let s = tally.get(half, mode, category);
                 if s.n == 0 {
                     continue;
@@ -2762,8 +3059,10 @@ mod tests {
                 for (n, turn) in session.turns.iter().enumerate() {
                     assert_eq!(turn.user, n % 2 == 0);
                     if !turn.user {
+                        // Up to 3,000 characters, with a remark or two more, or up to 9,000
+                        // for an answer carrying a fact only the assistant states.
                         assert!(turn.text.len() >= 800, "short reply: {}", turn.text);
-                        assert!(turn.text.len() <= 3_000, "long reply: {}", turn.text.len());
+                        assert!(turn.text.len() <= 9_500, "long reply: {}", turn.text.len());
                     }
                 }
             }
@@ -2780,6 +3079,37 @@ mod tests {
             let first = history.sessions[0].start_ms;
             let last = history.sessions[history.sessions.len() - 1].start_ms;
             assert!(last - first > 150 * DAY_MS);
+        }
+    }
+
+    #[test]
+    fn what_only_the_assistant_said_is_in_one_long_answer_and_nowhere_else() {
+        for index in [0, 5] {
+            let history = generate(index);
+            let asked: Vec<&Question> = history
+                .questions
+                .iter()
+                .filter(|q| q.category == 6)
+                .collect();
+            assert_eq!(asked.len(), 3);
+            for question in asked {
+                let session = &history.sessions[question.evidence[0]];
+                // The value the question asks after, found by the kind whose question it is.
+                let kind = ASSISTANT
+                    .iter()
+                    .find(|k| k.ask.contains(&question.text.as_str()))
+                    .expect("a question of an assistant kind");
+                let holding: Vec<&Turn> = history
+                    .sessions
+                    .iter()
+                    .flat_map(|s| &s.turns)
+                    .filter(|t| kind.values.iter().any(|v| t.text.contains(v)))
+                    .collect();
+                assert_eq!(holding.len(), 1, "{}", question.text);
+                assert!(!holding[0].user);
+                assert!(holding[0].text.len() >= 3_000);
+                assert!(session.turns.iter().any(|t| std::ptr::eq(t, holding[0])));
+            }
         }
     }
 
