@@ -1658,7 +1658,13 @@ const ASSISTANT: &[Kind] = &[
         ],
     },
     Kind {
-        values: &["heaptrack", "valgrind's massif", "bytehound", "memray", "pprof heap profiles"],
+        values: &[
+            "heaptrack",
+            "valgrind's massif",
+            "bytehound",
+            "memray",
+            "pprof heap profiles",
+        ],
         state: &[
             "Before guessing at the leak any further, I'd take a profile with {v}: run the {svc} under it for ten minutes of normal traffic and look at which call sites keep allocations alive; it usually points at a cache that never evicts.",
             "The growth you see in the container's memory is steady rather than spiky, which smells like something retained forever. {v} will tell you which allocation sites own the memory after an hour; that is faster than reading the code for it.",
@@ -1676,7 +1682,12 @@ const ASSISTANT: &[Kind] = &[
         ],
     },
     Kind {
-        values: &["2.5 seconds", "800 milliseconds", "4 seconds", "1.5 seconds"],
+        values: &[
+            "2.5 seconds",
+            "800 milliseconds",
+            "4 seconds",
+            "1.5 seconds",
+        ],
         state: &[
             "I'd set the HTTP client timeout to {v} for calls to the {svc}: its p99 is well below that, so anything slower is almost certainly stuck, and failing fast leaves room for one retry inside the caller's own deadline.",
             "The client has no timeout at all at the moment, which is how one slow dependency ties up every worker. Give it {v}; that is about three times the dependency's p99, generous for a healthy call and short enough to fail fast.",
