@@ -1343,7 +1343,7 @@ async fn a_preference_said_in_passing_is_found_by_meaning() {
     for pieces in [4, 1] {
         let mut app = embedded_among(pieces, cwd, &others, "said", text).await;
         let statements: i64 = app
-            .count("SELECT count(*) FROM embedding_cache WHERE text_hash LIKE '%@%'")
+            .count("SELECT count(*) FROM embedding_cache WHERE text_hash LIKE '%~s%'")
             .await;
         assert_eq!(
             statements > 0,
@@ -1409,10 +1409,11 @@ async fn the_end_of_a_long_item_is_found_by_meaning() {
         "profile the search page, it feels slow",
     ];
     let cwd = "/work/pieces";
-    for pieces in [4, 1] {
+    let default_pieces = retrieval_args().embed_chunks;
+    for pieces in [default_pieces, 1] {
         let mut app = embedded_among(pieces, cwd, &others, "long", &text).await;
         let pieces_held: i64 = app
-            .count("SELECT count(*) FROM embedding_cache WHERE text_hash LIKE '%#%'")
+            .count("SELECT count(*) FROM embedding_cache WHERE text_hash LIKE '%~%'")
             .await;
         assert_eq!(pieces_held > 0, pieces > 1, "pieces cached: {pieces_held}");
         found.push(nearest_session(&app, question, cwd).await == "long");
@@ -1446,6 +1447,72 @@ async fn the_end_of_a_long_item_is_found_by_meaning() {
         app.stop_services().await;
     }
     assert_eq!(found, [true, false], "found in pieces, then in one piece");
+}
+
+/// A long answer about page layout with the one fact about payment webhooks deep inside it,
+/// more than 4,000 characters in (past what four pieces are read of it), and layout again
+/// after it.
+fn long_answer_with_a_deep_fact() -> String {
+    let layout = long_item_with_a_late_fact().replace(&format!("{LATE_FACT}\n"), "");
+    format!("{layout}{}\n\n{LATE_FACT}\n\n{layout}", &layout[..1_000])
+}
+
+/// A fact deep inside a long answer of the assistant, past the 4,000 characters once indexed
+/// of any item and past what four pieces of it are read, is found by its words, and by its
+/// meaning with the pieces the service embeds by default (each starting where the model
+/// stopped reading the one before); read in four pieces, vector search misses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fact_deep_in_a_long_answer_is_found_by_its_words_and_its_meaning() {
+    let text = long_answer_with_a_deep_fact();
+    let at = text.find(LATE_FACT).unwrap();
+    assert!(
+        at > 4_500 && text.len() > at + 3_000,
+        "{at} of {}",
+        text.len()
+    );
+    let cwd = "/work/deep";
+    let others = [
+        "rename the user settings endpoint",
+        "the build cache is invalidated on every commit",
+        "translate the onboarding screens into german",
+    ];
+    let default_pieces = retrieval_args().embed_chunks;
+    let mut found = Vec::new();
+    for pieces in [default_pieces, 4] {
+        let mut app =
+            embedded_among(pieces, cwd, &others, "long", "why does the layout break?").await;
+        let stop = json!({"hook_event_name": "Stop", "session_id": "long", "cwd": cwd,
+            "transcript_path": "/tmp/t.jsonl", "last_assistant_message": text});
+        assert!(app.hook(stop.to_string().as_bytes()).0.status.success());
+        app.wait_indexed(others.len() as i64 + 2).await;
+        // By its words, whatever the pieces: the whole answer is in the full-text index.
+        let reply = search(
+            &app,
+            SearchRequest {
+                mode: "fts".into(),
+                ..query("payment webhook exponential backoff", cwd)
+            },
+        )
+        .await;
+        let hit = reply.hits.first().expect("a full-text hit");
+        assert_eq!(hit.session_id, "long");
+        assert!(hit.snippet.contains("webhook"), "{}", hit.snippet);
+        found.push(
+            nearest_session(
+                &app,
+                "how many times does the billing callback try again",
+                cwd,
+            )
+            .await
+                == "long",
+        );
+        app.stop_services().await;
+    }
+    assert_eq!(
+        found,
+        [true, false],
+        "found with {default_pieces} pieces, then with 4"
+    );
 }
 
 /// A question asking for several answers ("which tests have I quarantined?") brings more of

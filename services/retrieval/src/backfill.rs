@@ -55,20 +55,29 @@ impl EmbedRow {
     /// Each piece the embedder reads of the item, up to `extra` beyond the first, with the
     /// key its vector is cached under: the item's text hash for the first piece, as before
     /// long items were read in pieces, and that hash with the piece's number after it for the
-    /// others (a piece is fixed by the item's text, as the first is).
+    /// others (a piece is fixed by the item's text and the model, as the first is; the cache
+    /// is the model's).
     ///
     /// What a person wrote (a prompt, a saved memory) also gets, in the pieces a long text
     /// leaves free, its first-person statements each on its own ([`crate::index::statements`]),
     /// under keys of their own, so a piece's key never means two texts.
-    fn pieces(&self, extra: usize) -> Vec<(String, String)> {
+    fn pieces(&self, extra: usize, embedder: &Embedder) -> Vec<(String, String)> {
         let mut pieces = vec![(self.text_hash.clone(), self.text())];
-        let more =
-            crate::index::NewItem::embed_chunks(&self.title, &self.text, &self.context, extra);
+        let reach = |text: &str, tokens: usize| embedder.reach(text, tokens);
+        let more = crate::index::NewItem::embed_chunks(
+            &self.title,
+            &self.text,
+            &self.context,
+            extra,
+            &reach,
+        );
         for (n, text) in more.into_iter().enumerate() {
             pieces.push((piece_key(&self.text_hash, n + 1), text));
         }
         if has_statements(&self.kind) {
-            let room = (extra + 1).saturating_sub(pieces.len());
+            // Three statements at most: as many as a short prompt had room for when an item
+            // had four pieces, which is what was measured; more were not.
+            let room = (extra + 1).saturating_sub(pieces.len()).min(MAX_STATEMENTS);
             for text in crate::index::statements(&self.text, room) {
                 let n = pieces.len();
                 pieces.push((statement_key(&self.text_hash, n), text));
@@ -89,6 +98,9 @@ impl EmbedRow {
         }
     }
 }
+
+/// Statements of what a person wrote embedded on their own, at most.
+const MAX_STATEMENTS: usize = 3;
 
 /// Items embedded per model call.
 pub const BATCH: i64 = 32;
@@ -135,9 +147,11 @@ pub fn table_name(model: &str) -> String {
     format!("vec_{hex}")
 }
 
-/// The cache key of piece `n` (from 1) of the item whose text hashes to `hash`.
+/// The cache key of piece `n` (from 1) of the item whose text hashes to `hash`. Pieces were
+/// windows of fixed length (`{hash}#{n}`) before they started where the model stopped reading;
+/// a new form keeps a key from meaning two texts.
 fn piece_key(hash: &str, n: usize) -> String {
-    format!("{hash}#{n}")
+    format!("{hash}~{n}")
 }
 
 /// Whether items of `kind` are what a person wrote (a prompt, a saved memory), whose
@@ -147,9 +161,11 @@ fn has_statements(kind: &str) -> bool {
 }
 
 /// The cache key of piece `n` when it is a statement of the item's rather than a window of
-/// its text.
+/// its text. Its number is its place among the item's pieces, which depends on how many
+/// windows the model needs, so it has a form of its own since pieces start where the model
+/// stopped reading (it was `{hash}@{n}`).
 fn statement_key(hash: &str, n: usize) -> String {
-    format!("{hash}@{n}")
+    format!("{hash}~s{n}")
 }
 
 /// Write down the deletes the index owes for these items (`owed`), or cross them off once it
@@ -390,7 +406,7 @@ impl Vectors {
             .iter()
             .enumerate()
             .flat_map(|(r, row)| {
-                row.pieces(self.extra_pieces)
+                row.pieces(self.extra_pieces, &self.embedder)
                     .into_iter()
                     .enumerate()
                     .map(move |(n, (key, text))| (r, n, key, text))

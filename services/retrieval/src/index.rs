@@ -11,19 +11,31 @@ use sha2::Digest as _;
 use sqlx::SqlitePool;
 
 /// The longest indexed text of one item; the whole observation stays available through `get`.
+/// The longest text of a tool's output or an error indexed: the rest of a long output is
+/// seldom what a question asks after, and it would fill the full-text index.
 const MAX_TEXT_CHARS: usize = 4_000;
+/// The longest text of what a person or the assistant wrote (a prompt, an answer, a
+/// compaction's summary, a saved memory) indexed: all that ingest keeps. A long answer's last
+/// paragraphs are as likely to hold what is asked later as its first ones.
+const MAX_WRITTEN_CHARS: usize = 20_000;
 /// The longest text handed to the embedding model (it reads about 256 tokens anyway).
 const MAX_EMBED_CHARS: usize = 1_500;
 /// The longest text of a neighbouring item indexed with an item.
 const MAX_CONTEXT_CHARS: usize = 1_000;
 /// The longest part of the previous item embedded with an item.
 const MAX_PREV_EMBED_CHARS: usize = 300;
-/// Further pieces of a long item's own text embedded after the first: with the first, they
-/// cover the longest indexed text ([`MAX_TEXT_CHARS`]).
-pub const MAX_EXTRA_CHUNKS: usize = 3;
+/// Further pieces of a long item embedded after the first. The first reads 600 to 1,000
+/// characters of the item, each further piece 300 to 500 new ones ([`PIECE_TOKENS`]), so
+/// sixteen pieces cover about 6,000 characters of a long answer; the rest of it is found by
+/// its words.
+pub const MAX_EXTRA_CHUNKS: usize = 15;
 /// Characters a piece repeats of the one before, so a sentence cut at a boundary is whole in
 /// one of the two.
 const CHUNK_OVERLAP: usize = 200;
+/// Tokens of a long item's text in each piece after the first: what all-MiniLM-L6-v2 was
+/// trained on (sequences of 128 tokens), and half what it reads, so a fact in a long answer is
+/// not drowned by the paragraphs around it.
+pub const PIECE_TOKENS: usize = 128;
 
 /// One observation as retrieval reads it.
 #[derive(Debug, sqlx::FromRow)]
@@ -86,9 +98,22 @@ impl NewItem {
     /// The further pieces of a long item the model reads after [`NewItem::embed_text`], at
     /// most `extra`: the model reads about 256 tokens of a text, so the end of a long reply or
     /// tool output would otherwise be invisible to search by meaning. Each piece is the title
-    /// and a window of the item's own text that starts where the piece before ended, less an
-    /// overlap, at a word boundary. Empty for an item that fits one piece.
-    pub fn embed_chunks(title: &str, text: &str, prev: &str, extra: usize) -> Vec<String> {
+    /// and a window of the item's own text that starts where the model stopped reading the
+    /// piece before, less an overlap, at a word boundary, so every part of the text is read by
+    /// some piece. `reach(text, tokens)` says how many characters of a text the model reads of
+    /// its first `tokens` tokens ([`crate::models::Embedder::reach`]); a piece holds what the
+    /// model reads of [`PIECE_TOKENS`] tokens, so a fact in a long text is a good share of its
+    /// piece. Empty for an item the first piece reads whole.
+    pub fn embed_chunks(
+        title: &str,
+        text: &str,
+        prev: &str,
+        extra: usize,
+        reach: &dyn Fn(&str, usize) -> usize,
+    ) -> Vec<String> {
+        if extra == 0 {
+            return Vec::new();
+        }
         let own: Vec<char> = if text.starts_with(title) {
             text.chars().collect()
         } else {
@@ -101,22 +126,42 @@ impl NewItem {
             0 => 0,
             tail => tail + 1,
         };
-        let mut covered = own.len().min(MAX_EMBED_CHARS.saturating_sub(before));
+        let first = Self::embed_text(title, text, prev);
+        let mut covered = reach(&first, usize::MAX)
+            .saturating_sub(before)
+            .min(own.len());
+        let mut last_read = covered;
         let title_chars = title.chars().count() + 1;
         let window = MAX_EMBED_CHARS
             .saturating_sub(title_chars)
             .max(CHUNK_OVERLAP * 2);
         let mut pieces = Vec::new();
         while covered < own.len() && pieces.len() < extra {
-            let mut start = covered.saturating_sub(CHUNK_OVERLAP);
+            // The overlap is a small share of what a piece reads, so each moves well forward
+            // even where the model reads few characters (dense code, long numbers).
+            let mut start = covered.saturating_sub(CHUNK_OVERLAP.min(last_read / 4));
             // Start on a word, not inside one, when a space is near.
             if let Some(space) = own[start..covered].iter().position(|c| c.is_whitespace()) {
                 start += space + 1;
             }
+            while start < covered && own[start].is_whitespace() {
+                start += 1;
+            }
             let end = (start + window).min(own.len());
             let body: String = own[start..end].iter().collect();
-            pieces.push(format!("{title}\n{}", body.trim_start()));
-            covered = end;
+            let read = reach(&format!("{title}\n{body}"), PIECE_TOKENS)
+                .saturating_sub(title_chars)
+                .min(end - start);
+            let reached = start + read;
+            if reached <= covered {
+                // The model reads nothing new of this text (a title longer than it reads).
+                break;
+            }
+            // The piece is what the model reads of it, no more.
+            let body: String = own[start..reached].iter().collect();
+            pieces.push(format!("{title}\n{body}"));
+            last_read = read;
+            covered = reached;
         }
         pieces
     }
@@ -909,7 +954,11 @@ fn fts5_totals(block: &[u8]) -> Option<(u64, u64)> {
 /// The memory item for an observation, if it is worth one.
 fn item_of(row: &ObservationRow) -> Option<NewItem> {
     let kind = memory_kind(&row.kind)?;
-    let text = cut(row.body.trim(), MAX_TEXT_CHARS);
+    let limit = match kind {
+        "prompt" | "reply" | "compaction" | "memory" => MAX_WRITTEN_CHARS,
+        _ => MAX_TEXT_CHARS,
+    };
+    let text = cut(row.body.trim(), limit);
     if text.is_empty() && kind != "tool" && kind != "error" {
         return None;
     }
@@ -1074,8 +1123,10 @@ mod tests {
             .collect();
         let text = sentences.join(" ");
         let prev = "the previous item";
+        // A model that reads whatever it is sent (an endpoint): pieces as long as allowed.
+        let whole = |t: &str, _tokens: usize| t.chars().count();
         let first = NewItem::embed_text("Reply", &text, prev);
-        let pieces = NewItem::embed_chunks("Reply", &text, prev, MAX_EXTRA_CHUNKS);
+        let pieces = NewItem::embed_chunks("Reply", &text, prev, MAX_EXTRA_CHUNKS, &whole);
         assert_eq!(pieces.len(), 2, "{} characters in all", text.len());
         for piece in &pieces {
             assert!(piece.starts_with("Reply\n"));
@@ -1093,11 +1144,46 @@ mod tests {
         let second_tail: String = tail_of(&pieces[0]).into_iter().rev().collect();
         assert!(pieces[1].contains(&second_tail));
         // A short item is one piece, and no extra pieces are asked for when none are allowed.
-        assert!(NewItem::embed_chunks("Reply", "short", prev, MAX_EXTRA_CHUNKS).is_empty());
-        assert!(NewItem::embed_chunks("Reply", &text, prev, 0).is_empty());
+        let chunks = |text: &str, extra| NewItem::embed_chunks("Reply", text, prev, extra, &whole);
+        assert!(chunks("short", MAX_EXTRA_CHUNKS).is_empty());
+        assert!(chunks(&text, 0).is_empty());
         // At most the number allowed, even for the longest text indexed.
-        let long = text.repeat(3);
-        assert_eq!(NewItem::embed_chunks("Reply", &long, "", 2).len(), 2);
+        assert_eq!(chunks(&text.repeat(3), 2).len(), 2);
+    }
+
+    /// With a model that reads less than a piece holds (the local model stops after 256
+    /// tokens), each piece is what the model reads of [`PIECE_TOKENS`] tokens and starts where
+    /// it stopped reading the one before, so every character of a long text is read by some
+    /// piece and none is skipped between them.
+    #[test]
+    fn the_pieces_of_a_long_item_leave_nothing_unread() {
+        let sentences: Vec<String> = (0..60)
+            .map(|i| format!("sentence number {i} says something about the build."))
+            .collect();
+        let text = sentences.join(" ");
+        let prev = "the previous item";
+        // A model reading four characters a token, 700 characters at most.
+        let reads =
+            |t: &str, tokens: usize| t.chars().count().min(700).min(tokens.saturating_mul(4));
+        let first = NewItem::embed_text("Reply", &text, prev);
+        let pieces = NewItem::embed_chunks("Reply", &text, prev, MAX_EXTRA_CHUNKS, &reads);
+        // The first piece reads the previous item's end, a space and "Reply\n" before the text.
+        let mut covered = reads(&first, usize::MAX) - (prev.len() + 1) - "Reply\n".len();
+        assert!(pieces.len() >= 4, "{} pieces", pieces.len());
+        for piece in &pieces {
+            // A piece holds what the model reads of its tokens, no more.
+            assert_eq!(reads(piece, PIECE_TOKENS), piece.chars().count());
+            let body = piece.strip_prefix("Reply\n").unwrap();
+            let start = text.find(body).unwrap();
+            assert!(start < covered, "a gap between {covered} and {start}");
+            assert!(start + body.len() > covered, "nothing new read");
+            assert!(text[..start].ends_with(' '));
+            covered = start + body.len();
+        }
+        assert_eq!(covered, text.len(), "the text is read to its end");
+        // Stopped by the number allowed before the end.
+        let few = NewItem::embed_chunks("Reply", &text, prev, 2, &reads);
+        assert_eq!(few, pieces[..2]);
     }
 
     #[test]

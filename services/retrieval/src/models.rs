@@ -14,8 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-/// The longest input, in tokens, the local model sees (all-MiniLM-L6-v2 was trained on 256).
+/// The longest input, in tokens, the local model sees (all-MiniLM-L6-v2 reads 256; it was
+/// trained on 128).
 const MAX_TOKENS: usize = 256;
+/// Texts of like length run through the model together, at most this many at a time.
+const GROUP_ROWS: usize = 32;
 
 /// Which embedder to use, from configuration.
 #[derive(Debug, Clone, PartialEq, Eq, clap::ValueEnum)]
@@ -55,6 +58,18 @@ impl Embedder {
         match self {
             Embedder::Local(m) => m.dim,
             Embedder::Remote(m) => m.dim,
+        }
+    }
+
+    /// How many characters from the start of `text` the model reads of its first `tokens`
+    /// tokens: the local model reads at most [`MAX_TOKENS`] (600 to 1,000 characters of prose
+    /// or code), while an endpoint reads whatever it is sent. A long item is read in pieces
+    /// that start where the model stopped reading the one before, so no part of it goes
+    /// unread.
+    pub fn reach(&self, text: &str, tokens: usize) -> usize {
+        match self {
+            Embedder::Local(model) => model.reach(text, tokens),
+            Embedder::Remote(_) => text.chars().count(),
         }
     }
 
@@ -137,6 +152,26 @@ impl LocalModel {
         })
     }
 
+    /// How many characters from the start of `text` the model reads of its first `tokens`
+    /// tokens (at most [`MAX_TOKENS`]): the end of the last of them, or all of the text when
+    /// it has no more.
+    pub fn reach(&self, text: &str, tokens: usize) -> usize {
+        let whole = text.chars().count();
+        let Ok(encoding) = self.tokenizer.encode_char_offsets(text, false) else {
+            return whole;
+        };
+        let tokens = tokens.clamp(1, MAX_TOKENS - 2);
+        let offsets = encoding.get_offsets();
+        if offsets.len() <= tokens && encoding.get_overflowing().is_empty() {
+            return whole;
+        }
+        offsets[..tokens.min(offsets.len())]
+            .iter()
+            .map(|&(_, end)| end)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Embed a batch of texts.
     pub fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
         // One text (a query) is tokenized on this thread: a batch goes through the tokenizer's
@@ -152,15 +187,32 @@ impl LocalModel {
                 .encode_batch(texts.to_vec(), true)
                 .map_err(|e| anyhow::anyhow!("tokenizing: {e}"))?,
         };
-        let rows = encodings.len();
-        let width = encodings.first().map_or(0, |e| e.get_ids().len());
-        let mut ids = Vec::with_capacity(rows * width);
-        let mut mask = Vec::with_capacity(rows * width);
-        for encoding in &encodings {
-            ids.extend_from_slice(encoding.get_ids());
-            mask.extend_from_slice(encoding.get_attention_mask());
+        // The tokenizer pads a batch to its longest text. A batch mixes titles of a few tokens
+        // with pieces of 256, and the model's work grows with the padded width, so texts of
+        // like length go through the model together, each group padded only to its own
+        // longest (the mask keeps padding out, so the vectors are the same).
+        let lengths: Vec<usize> = encodings
+            .iter()
+            .map(|e| e.get_attention_mask().iter().filter(|&&m| m == 1).count())
+            .collect();
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| lengths[i]);
+        let mut vectors = vec![Vec::new(); encodings.len()];
+        for group in order.chunks(GROUP_ROWS) {
+            let width = group.iter().map(|&i| lengths[i]).max().unwrap_or(0).max(1);
+            let mut ids = Vec::with_capacity(group.len() * width);
+            let mut mask = Vec::with_capacity(group.len() * width);
+            for &i in group {
+                // Padding is on the right: the first `width` tokens hold every real one.
+                ids.extend_from_slice(&encodings[i].get_ids()[..width]);
+                mask.extend_from_slice(&encodings[i].get_attention_mask()[..width]);
+            }
+            let pooled = self.forward_pooled(ids, mask, group.len(), width)?;
+            for (&i, vector) in group.iter().zip(pooled) {
+                vectors[i] = vector;
+            }
         }
-        self.forward_pooled(ids, mask, rows, width)
+        Ok(vectors)
     }
 
     /// Run the model on `rows` padded token rows of `width` and return each row's
@@ -438,5 +490,65 @@ mod tests {
             let cosine = dot(&alone[0], &batch[0]);
             assert!((cosine - 1.0).abs() < 1e-5, "{text}: {cosine}");
         }
+    }
+
+    /// A batch larger than one group, its texts of every length in no order, comes back in
+    /// the order given, each text with the vector it gets alone: grouping by length changes
+    /// the work, not the answer.
+    #[test]
+    fn a_batch_grouped_by_length_keeps_its_order_and_its_vectors() {
+        let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
+            .map(PathBuf::from)
+            .expect("MNEME_EMBED_MODEL_DIR names the embedding model's directory");
+        let model = LocalModel::load(&dir).unwrap();
+        let texts: Vec<String> = (0..GROUP_ROWS * 2 + 5)
+            .map(|i| {
+                let words = (i * 37) % 90 + 1;
+                (0..words)
+                    .map(|w| format!("word{} ", (w * 7 + i) % 50))
+                    .collect::<String>()
+            })
+            .collect();
+        let batch = model.embed(&texts).unwrap();
+        assert_eq!(batch.len(), texts.len());
+        for (text, vector) in texts.iter().zip(&batch) {
+            let alone = model.embed(std::slice::from_ref(text)).unwrap();
+            let cosine = dot(&alone[0], vector);
+            assert!((cosine - 1.0).abs() < 1e-5, "{text}: {cosine}");
+        }
+    }
+
+    /// The model reads a short text whole, and of a long one exactly as far as its tokens go:
+    /// the text up to its reach embeds as the whole text does, and a word more changes nothing.
+    #[test]
+    fn the_reach_of_the_model_is_where_its_tokens_end() {
+        let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
+            .map(PathBuf::from)
+            .expect("MNEME_EMBED_MODEL_DIR names the embedding model's directory");
+        let model = LocalModel::load(&dir).unwrap();
+        let short = "the staging server listens on port 8443 now";
+        assert_eq!(model.reach(short, usize::MAX), short.chars().count());
+        let long: String = (0..120)
+            .map(|i| format!("Paragraph {i} explains the déploiement of the billing service. "))
+            .collect();
+        let reach = model.reach(&long, usize::MAX);
+        let chars = long.chars().count();
+        assert!(reach > 500 && reach < chars / 2, "{reach} of {chars}");
+        let read: String = long.chars().take(reach).collect();
+        let whole = model.embed(std::slice::from_ref(&long)).unwrap();
+        let up_to = model.embed(&[read]).unwrap();
+        assert!((dot(&whole[0], &up_to[0]) - 1.0).abs() < 1e-5);
+        // A piece ending on the last word before the reach is read whole: the reach is not an
+        // underestimate (whole words are tokenized alike wherever the text ends).
+        let before: String = long.chars().take(reach).collect();
+        let shorter = before[..before.trim_end().rfind(' ').unwrap()].to_owned();
+        assert_eq!(model.reach(&shorter, usize::MAX), shorter.chars().count());
+        // Of fewer tokens, it reads less, and a text cut there is read whole in that many.
+        let half = model.reach(&long, 128);
+        assert!(half > 250 && half < reach * 2 / 3, "{half} of {reach}");
+        let cut: String = long.chars().take(half).collect();
+        assert!(model.reach(&cut, 127) < half);
+        let on_a_word = &cut[..cut.trim_end().rfind(' ').unwrap()];
+        assert_eq!(model.reach(on_a_word, 128), on_a_word.chars().count());
     }
 }
