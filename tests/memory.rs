@@ -516,6 +516,11 @@ async fn serve(
             "{}".to_owned()
         }
         Mode::Malformed => r#"{"request": 42, "done": "not a list"}"#.to_owned(),
+        // A search query reworded in the words its answer uses.
+        Mode::Good if system.contains("search queries") => serde_json::json!({
+            "queries": ["pgbouncer max_client_conn", "  ", "connection pooler limit"],
+        })
+        .to_string(),
         Mode::Good if system.contains("resume point") => serde_json::json!({
             "summary": "LLM: the work stands here",
             "decisions": ["LLM decision"],
@@ -951,4 +956,160 @@ async fn an_id_handed_out_before_a_rewrite_still_gets_the_item() {
         )
         .await;
     assert!(none.items.is_empty());
+}
+
+/// The services with full-text search only (what other wordings add is then plain to see) and
+/// the compressor as given.
+async fn start_full_text(app: &mut App, compressor: compressor::CompressorArgs) {
+    let retrieval = retrieval::RetrievalArgs {
+        embed: retrieval::models::Backend::None,
+        ..retrieval_args()
+    };
+    app.start_services_full(retrieval, compressor).await;
+}
+
+/// A search asked to be reworded (`rewrite`) asks the compressor's LLM for other wordings of
+/// the question and finds what only those wordings match, through NATS and the command line;
+/// the model sees the question sanitised; and without an LLM, or with its budget spent, the
+/// question alone is searched and the answer says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_reworded_by_the_llm_finds_what_the_question_does_not_say() {
+    let server = ChatServer::start().await;
+    let mut app = App::bare();
+    let cwd = "/work/rewrite";
+    let said = [
+        (
+            "pool",
+            "Raised max_client_conn in pgbouncer.ini to 400 so the workers stop queueing.",
+        ),
+        ("docs", "Translate the onboarding screens into German."),
+        (
+            "ci",
+            "The build cache is invalidated on every commit, look into it.",
+        ),
+    ];
+    start_full_text(&mut app, llm_args(&server.url)).await;
+    for (session, text) in said {
+        let payload = serde_json::json!({"hook_event_name": "UserPromptSubmit",
+            "session_id": session, "cwd": cwd, "transcript_path": "/tmp/t.jsonl", "prompt": text});
+        assert!(app.hook(payload.to_string().as_bytes()).0.status.success());
+    }
+    app.wait_for_count(
+        "SELECT count(*) FROM memory_items",
+        3,
+        Duration::from_secs(30),
+    )
+    .await;
+    let secret = "AKIAIOSFODNN7EXAMPLE";
+    let question = format!("what ceiling did we give the database middleman (key {secret})");
+    let ask = |rewrite: bool| proto::SearchRequest {
+        query: question.clone(),
+        project: cwd.to_owned(),
+        mode: "fts".to_owned(),
+        limit: 5,
+        rewrite,
+        ..Default::default()
+    };
+    let plain: proto::SearchReply = app
+        .ask(proto::subjects::RETRIEVAL_SEARCH, &ask(false))
+        .await;
+    assert!(plain.error.is_empty(), "{}", plain.error);
+    assert!(
+        plain.hits.iter().all(|h| h.session_id != "pool"),
+        "{:?}",
+        plain.hits
+    );
+    assert!(plain.rewrites.is_empty());
+    assert_eq!(
+        server.requests.load(Ordering::SeqCst),
+        0,
+        "no rewrite unless asked"
+    );
+
+    let reworded: proto::SearchReply = app.ask(proto::subjects::RETRIEVAL_SEARCH, &ask(true)).await;
+    assert!(reworded.error.is_empty(), "{}", reworded.error);
+    assert_eq!(reworded.rewrite_error, "");
+    // Blank wordings are dropped.
+    assert_eq!(
+        reworded.rewrites,
+        ["pgbouncer max_client_conn", "connection pooler limit"]
+    );
+    assert_eq!(
+        reworded.hits.first().map(|h| h.session_id.as_str()),
+        Some("pool")
+    );
+    // The model was asked once, with the question, and never saw the secret in it.
+    assert_eq!(server.requests.load(Ordering::SeqCst), 1);
+    let prompts = server.prompts.lock().unwrap().clone();
+    assert!(prompts[0].contains("database middleman"), "{}", prompts[0]);
+    assert!(!prompts[0].contains(secret), "{}", prompts[0]);
+    // Spent from the day's budget, under a key of the searches' own.
+    let spent = app
+        .count("SELECT coalesce(sum(tokens), 0) FROM compressor_llm_usage WHERE session_id LIKE 'search:%'")
+        .await;
+    assert!(spent > 0);
+
+    // The command line says what else it searched.
+    let output = app.mneme(&[
+        "search",
+        "--rewrite",
+        "--mode",
+        "fts",
+        "--project",
+        cwd,
+        "what ceiling did we give the database middleman",
+    ]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("also searched: pgbouncer max_client_conn | connection pooler limit"),
+        "{text}"
+    );
+    assert!(text.contains("pgbouncer.ini"), "{text}");
+
+    // A spent budget: the question alone is searched, and the answer says why.
+    app.stop_services().await;
+    start_full_text(
+        &mut app,
+        compressor::CompressorArgs {
+            compress_llm_daily_tokens: spent + 10,
+            ..llm_args(&server.url)
+        },
+    )
+    .await;
+    let spent_out: proto::SearchReply =
+        app.ask(proto::subjects::RETRIEVAL_SEARCH, &ask(true)).await;
+    assert!(spent_out.error.is_empty());
+    assert!(spent_out.rewrites.is_empty());
+    assert!(
+        spent_out.rewrite_error.contains("budget"),
+        "{}",
+        spent_out.rewrite_error
+    );
+    assert_eq!(
+        spent_out
+            .hits
+            .iter()
+            .map(|h| &h.session_id)
+            .collect::<Vec<_>>(),
+        plain.hits.iter().map(|h| &h.session_id).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        server.requests.load(Ordering::SeqCst),
+        2,
+        "the model was not asked"
+    );
+
+    // No LLM at all.
+    app.stop_services().await;
+    start_full_text(&mut app, compressor::CompressorArgs::default()).await;
+    let none: proto::SearchReply = app.ask(proto::subjects::RETRIEVAL_SEARCH, &ask(true)).await;
+    assert!(none.error.is_empty());
+    assert!(
+        none.rewrite_error.contains("needs an llm endpoint"),
+        "{}",
+        none.rewrite_error
+    );
+    assert_eq!(none.hits.len(), plain.hits.len());
+    app.stop_services().await;
 }

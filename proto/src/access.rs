@@ -134,14 +134,22 @@ impl Role {
                     p.publish.extend(consume(stream, s::RETRIEVAL_CONSUMER));
                 }
                 p.subscribe.push("mneme.retrieval.>".to_owned());
+                // A search asked to be reworded asks the compressor's LLM.
+                p.publish.push(s::COMPRESSOR_REWRITE.to_owned());
             }
             Role::Compressor => {
                 service(&mut p, "compressor");
                 p.publish
                     .extend(consume(s::INGEST_STREAM, s::COMPRESSOR_CONSUMER));
                 p.publish.push(s::COMPRESSOR_WRITTEN_ALL.to_owned());
-                p.subscribe
-                    .extend([s::COMPRESSOR_COMPRESS, s::COMPRESSOR_CHECKPOINT].map(str::to_owned));
+                p.subscribe.extend(
+                    [
+                        s::COMPRESSOR_COMPRESS,
+                        s::COMPRESSOR_CHECKPOINT,
+                        s::COMPRESSOR_REWRITE,
+                    ]
+                    .map(str::to_owned),
+                );
             }
             Role::Pattern => {
                 service(&mut p, "pattern");

@@ -115,6 +115,10 @@ pub const COMPRESSOR_COMPRESS: &str = "mneme.compressor.compress";
 /// Request/reply: make a checkpoint now ([`crate::CheckpointRequest`] →
 /// [`crate::CheckpointReply`]).
 pub const COMPRESSOR_CHECKPOINT: &str = "mneme.compressor.checkpoint";
+/// Request/reply: other wordings of a search query from the optional LLM
+/// ([`crate::RewriteRequest`] → [`crate::RewriteReply`]); retrieval asks it for a search with
+/// `rewrite`.
+pub const COMPRESSOR_REWRITE: &str = "mneme.compressor.rewrite";
 /// Queue group compressor instances share, so each request is answered once.
 pub const COMPRESSOR_QUEUE: &str = "compressor";
 

@@ -245,6 +245,20 @@ impl State {
     ) -> ApiResult<R> {
         ask(&self.nats, service, subject, request).await
     }
+
+    /// [`State::ask`] with a wait of its own, for a request that waits on something slower
+    /// (a search reworded by an LLM).
+    pub async fn ask_within<R: proto::Message + Default>(
+        &self,
+        service: &str,
+        subject: &str,
+        request: &impl proto::Message,
+        timeout: Duration,
+    ) -> ApiResult<R> {
+        common::nats::ask_service(&self.nats, "api", service, subject, request, timeout)
+            .await
+            .map_err(|error| asked_error(service, error))
+    }
 }
 
 /// Ask `service` over NATS, with the current trace in the headers, and decode its reply; a
@@ -257,12 +271,17 @@ pub async fn ask<R: proto::Message + Default>(
 ) -> ApiResult<R> {
     common::nats::ask_service(nats, "api", service, subject, request, ASK_TIMEOUT)
         .await
-        .map_err(|error| match error {
-            common::nats::AskError::Request(error) => {
-                ApiError::unavailable(common::nats::unanswered(service, &error))
-            }
-            unreadable => ApiError::internal(&format!("reading {service}'s reply"), unreadable),
-        })
+        .map_err(|error| asked_error(service, error))
+}
+
+/// A service that does not answer is a 503 naming it; an answer that does not read, a 500.
+fn asked_error(service: &str, error: common::nats::AskError) -> ApiError {
+    match error {
+        common::nats::AskError::Request(error) => {
+            ApiError::unavailable(common::nats::unanswered(service, &error))
+        }
+        unreadable => ApiError::internal(&format!("reading {service}'s reply"), unreadable),
+    }
 }
 
 /// Build the state for an api listening on `addr`, with the token setting only (no token file:

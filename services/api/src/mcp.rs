@@ -55,6 +55,9 @@ pub struct SearchArgs {
     /// "session" to find which past sessions dealt with this: sessions (at most `limit`)
     /// ranked by the evidence they hold, each with its best hits.
     pub group: Option<String>,
+    /// Also search other wordings of the query from mneme's optional LLM (slower; spends its
+    /// token budget; nothing changes when none is configured).
+    pub rewrite: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -276,6 +279,7 @@ impl Memory {
             since,
             limit: clamp_limit(args.limit, 10, 50),
             group: args.group.clone(),
+            rewrite: args.rewrite.unwrap_or(false),
             ..Default::default()
         };
         if args.group.is_none() {

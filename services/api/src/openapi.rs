@@ -168,6 +168,11 @@ pub fn document() -> Value {
             "When the question is asked (Unix ms; default now): time words in `q` (yesterday, two weeks ago, in May) are resolved against it.",
             json!({"type": "integer", "format": "int64", "minimum": 0}),
         ),
+        query(
+            "rewrite",
+            "true: also search other wordings of `q` from the optional LLM (MNEME_COMPRESS_LLM_URL), within its token budgets, fused with the ranking of `q` itself; the answer then lists them in `rewrites`, or says in `rewrite_error` why there are none (no LLM, budget spent, no answer in time), and the search of `q` alone stands.",
+            json!({"type": "boolean", "default": false}),
+        ),
     ];
     search_params.shrink_to_fit();
     let mut session_list = vec![
@@ -351,7 +356,8 @@ pub fn document() -> Value {
             }},
             "/v1/openapi.json": {"get": operation("openapi", "This document.", json!([]), ("200", ok("OpenAPI 3.1.", object())), &[], false)},
             "/v1/search": {"get": operation("search", "Step 1 of 3: a compact index of matching memory items.", json!(search_params),
-                ("200", ok("Hits, best first; with group=session, the sessions too.", json!({"type": "object", "properties": {"mode": {"type": "string"}, "hits": {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}},
+                ("200", ok("Hits, best first; with group=session, the sessions too; with rewrite=true, the other wordings searched (`rewrites`) or why there are none (`rewrite_error`).", json!({"type": "object", "properties": {"mode": {"type": "string"}, "hits": {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}},
+                    "rewrites": {"type": "array", "items": {"type": "string"}}, "rewrite_error": {"type": "string"},
                     "sessions": {"type": "array", "items": {"type": "object", "properties": {"session_id": {"type": "string"}, "project": {"type": "string"}, "score": {"type": "number"}, "hits": {"type": "array", "items": {"$ref": "#/components/schemas/SearchHit"}}}}}}}))), &read_errors, false)},
             "/v1/timeline/{id}": {"get": operation("timeline", "Step 2 of 3: the items around one item in its session.",
                 json!([path_id("id", item_id.clone()), query("radius", "Items before and after.", json!({"type": "integer", "minimum": 0, "maximum": 50, "default": 5}))]),

@@ -223,6 +223,7 @@ struct SearchQuery {
     boost_project: Option<bool>,
     group: Option<String>,
     as_of: Option<i64>,
+    rewrite: Option<bool>,
 }
 
 /// Build retrieval's search request from query parameters (shared with the MCP tools).
@@ -289,6 +290,7 @@ pub fn search_request(query: SearchParams) -> ApiResult<proto::SearchRequest> {
         boost_project: query.boost_project,
         group,
         as_of_ms: query.as_of.unwrap_or(0),
+        rewrite: query.rewrite,
     })
 }
 
@@ -312,13 +314,27 @@ pub struct SearchParams {
     pub group: Option<String>,
     /// When the question is asked (Unix ms), for the time words in it.
     pub as_of: Option<i64>,
+    /// Also search the LLM's other wordings of the query.
+    pub rewrite: bool,
 }
 
 /// Ask retrieval to search, and turn its answer into JSON.
 pub async fn run_search(state: &State, request: proto::SearchRequest) -> ApiResult<Value> {
-    let reply: proto::SearchReply = state
-        .ask("retrieval", subjects::RETRIEVAL_SEARCH, &request)
-        .await?;
+    let reply: proto::SearchReply = if request.rewrite {
+        // Retrieval waits up to ten seconds for the LLM's wordings before it searches.
+        state
+            .ask_within(
+                "retrieval",
+                subjects::RETRIEVAL_SEARCH,
+                &request,
+                std::time::Duration::from_secs(20),
+            )
+            .await?
+    } else {
+        state
+            .ask("retrieval", subjects::RETRIEVAL_SEARCH, &request)
+            .await?
+    };
     if !reply.error.is_empty() {
         return Err(ApiError::unavailable(format!(
             "retrieval could not search: {}",
@@ -332,6 +348,10 @@ pub async fn run_search(state: &State, request: proto::SearchRequest) -> ApiResu
     });
     if request.group == "session" {
         found["sessions"] = Value::Array(session_groups(&reply.hits));
+    }
+    if request.rewrite {
+        found["rewrites"] = json!(reply.rewrites);
+        found["rewrite_error"] = json!(reply.rewrite_error);
     }
     Ok(found)
 }
@@ -368,6 +388,7 @@ async fn search(state: AppState, Query(query): Query<SearchQuery>) -> ApiResult<
         boost_project: query.boost_project.unwrap_or(false),
         group: query.group,
         as_of: query.as_of,
+        rewrite: query.rewrite.unwrap_or(false),
     };
     let request = search_request(params)?;
     Ok(Json(run_search(&state, request).await?))

@@ -215,6 +215,51 @@ impl Llm {
         }))
     }
 
+    /// Up to [`MAX_REWRITES`] other wordings of a search query: the words an answer to it
+    /// would use, which the person asking may not. Spent from today's budget, and from a
+    /// per-day budget of searches as large as one session's (`search:<day>`), so rewriting can
+    /// never take what summaries need on a day of many searches.
+    pub async fn rewrite_query(&self, query: &str, project: &str) -> Result<Vec<String>, LlmError> {
+        let system = "You help search a developer's memory of past sessions with a coding \
+             assistant (prompts, the assistant's answers, commands and their output). Given a \
+             question, write up to three search queries that would find the answer: the words \
+             and names the answer itself would likely contain, a paraphrase, and the likely \
+             tools, files or terms. Keep each under twelve words; do not answer the question. \
+             Answer with one JSON object and nothing else: {\"queries\": [string, ...]}.";
+        let user = if project.is_empty() {
+            format!("Question: {}", heuristic::cut(query, MAX_QUERY_CHARS))
+        } else {
+            format!(
+                "Project: {project}\nQuestion: {}",
+                heuristic::cut(query, MAX_QUERY_CHARS)
+            )
+        };
+        let day = common::time::utc_day(common::time::now_ms());
+        let rewrites: Rewrites = self
+            .complete_within(
+                &format!("search:{day}"),
+                system,
+                &user,
+                self.config.max_tokens.min(REWRITE_TOKENS),
+                self.config.timeout.min(REWRITE_TIMEOUT),
+            )
+            .await?;
+        let queries = rewrites
+            .queries
+            .into_iter()
+            .map(|q| q.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|q| !q.is_empty() && q.chars().count() <= MAX_QUERY_CHARS)
+            .filter(|q| !q.eq_ignore_ascii_case(query.trim()))
+            .take(MAX_REWRITES)
+            .collect::<Vec<_>>();
+        if queries.is_empty() {
+            return Err(LlmError::Malformed(
+                "no usable query in the answer".to_owned(),
+            ));
+        }
+        Ok(queries)
+    }
+
     /// The session as the model sees it: its prompts and the titles of its structured
     /// observations, sanitised.
     async fn session_record(&self, session_id: &str) -> Result<String, LlmError> {
@@ -256,10 +301,30 @@ impl Llm {
         system: &str,
         user: &str,
     ) -> Result<T, LlmError> {
+        self.complete_within(
+            session_id,
+            system,
+            user,
+            self.config.max_tokens,
+            self.config.timeout,
+        )
+        .await
+    }
+
+    /// [`Llm::complete`] with an answer of at most `max_tokens` and a wait of at most
+    /// `timeout`.
+    async fn complete_within<T: DeserializeOwned>(
+        &self,
+        session_id: &str,
+        system: &str,
+        user: &str,
+        max_tokens: i64,
+        timeout: Duration,
+    ) -> Result<T, LlmError> {
         let (system, _) = self.sanitizer.clean_text(system);
         let (user, _) = self.sanitizer.clean_text(user);
         // No tokenizer makes more tokens than the text has bytes, so this bounds the prompt.
-        let reserve = (system.len() + user.len()) as i64 + self.config.max_tokens + FRAMING_TOKENS;
+        let reserve = (system.len() + user.len()) as i64 + max_tokens + FRAMING_TOKENS;
         self.reserve(session_id, reserve).await?;
         let body = json!({
             "model": self.config.model,
@@ -267,12 +332,12 @@ impl Llm {
                 {"role": "system", "content": system},
                 {"role": "user", "content": user},
             ],
-            "max_tokens": self.config.max_tokens,
+            "max_tokens": max_tokens,
             "temperature": 0,
             "response_format": {"type": "json_object"},
         });
         let url = format!("{}/chat/completions", self.config.url.trim_end_matches('/'));
-        let mut request = self.http.post(url).timeout(self.config.timeout).json(&body);
+        let mut request = self.http.post(url).timeout(timeout).json(&body);
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }
@@ -286,7 +351,7 @@ impl Llm {
         let (status, text) = match answer {
             Ok(answer) => answer,
             Err(error) if error.is_timeout() => {
-                return Err(LlmError::Timeout(self.config.timeout));
+                return Err(LlmError::Timeout(timeout));
             }
             Err(error) => return Err(LlmError::Http(error.to_string())),
         };
@@ -371,6 +436,21 @@ impl Llm {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Other wordings of a search query kept from one answer, at most.
+pub const MAX_REWRITES: usize = 3;
+/// The longest query sent to the model, and the longest wording kept from its answer.
+const MAX_QUERY_CHARS: usize = 300;
+/// The largest answer asked for a rewrite: three short queries in JSON.
+const REWRITE_TOKENS: i64 = 200;
+/// The longest wait for a rewrite: someone is waiting for the search.
+const REWRITE_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// What the model answers to a rewrite.
+#[derive(serde::Deserialize)]
+struct Rewrites {
+    queries: Vec<String>,
 }
 
 /// Models often wrap JSON in a Markdown fence even when asked not to.

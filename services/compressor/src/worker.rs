@@ -80,6 +80,13 @@ pub async fn run(
             worker.answer_checkpoint(request).await
         },
     )
+    .on(
+        subjects::COMPRESSOR_REWRITE,
+        |error| rewrite_error(format!("request is not a rewrite request: {error}")),
+        |worker: Arc<Worker>, request: proto::RewriteRequest| async move {
+            worker.answer_rewrite(request).await
+        },
+    )
     .listen(&service.client, subjects::COMPRESSOR_QUEUE)
     .await?;
     service.answer_health(shutdown);
@@ -229,6 +236,28 @@ impl Worker {
         }
     }
 
+    /// Other wordings of a search query from the LLM, or why there are none.
+    async fn answer_rewrite(&self, request: proto::RewriteRequest) -> proto::RewriteReply {
+        let Some(llm) = &self.llm else {
+            return rewrite_error(
+                "query rewriting needs an llm endpoint (MNEME_COMPRESS_LLM_URL)".to_owned(),
+            );
+        };
+        if request.query.trim().is_empty() {
+            return rewrite_error("query is required".to_owned());
+        }
+        match llm.rewrite_query(&request.query, &request.project).await {
+            Ok(queries) => proto::RewriteReply {
+                queries,
+                error: String::new(),
+            },
+            Err(error) => {
+                tracing::info!(%error, "no rewrite of the query");
+                rewrite_error(error.to_string())
+            }
+        }
+    }
+
     async fn answer_checkpoint(&self, request: proto::CheckpointRequest) -> proto::CheckpointReply {
         if request.session_id.is_empty() {
             return checkpoint_error("session id is required".to_owned());
@@ -251,6 +280,13 @@ impl Worker {
                 checkpoint_error("checkpoint failed".to_owned())
             }
         }
+    }
+}
+
+fn rewrite_error(error: String) -> proto::RewriteReply {
+    proto::RewriteReply {
+        error,
+        ..Default::default()
     }
 }
 

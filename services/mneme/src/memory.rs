@@ -56,6 +56,11 @@ pub struct SearchArgs {
     /// words in the query (yesterday, two weeks ago, in May) are read against it.
     #[arg(long)]
     as_of: Option<String>,
+    /// Also search other wordings of the query written by the compressor's LLM
+    /// (MNEME_COMPRESS_LLM_URL), within its token budgets; without one, the query alone is
+    /// searched and the reason is printed.
+    #[arg(long)]
+    rewrite: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -92,15 +97,13 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
         mode: args.mode.clone(),
         group: args.group.clone().unwrap_or_default(),
         as_of_ms,
+        rewrite: args.rewrite,
         ..Default::default()
     };
-    let answered = ask::<proto::SearchReply>(
-        &args.common,
-        subjects::RETRIEVAL_SEARCH,
-        &request,
-        Duration::from_secs(5),
-    )
-    .await;
+    // A rewrite waits for the LLM too (retrieval gives it ten seconds).
+    let wait = Duration::from_secs(if args.rewrite { 20 } else { 5 });
+    let answered =
+        ask::<proto::SearchReply>(&args.common, subjects::RETRIEVAL_SEARCH, &request, wait).await;
     let reply = match answered {
         Some(reply) => reply,
         None => {
@@ -109,8 +112,13 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
             let (hits, mode) = searcher.search(&request).await?;
             proto::SearchReply {
                 hits,
-                error: String::new(),
                 mode: format!("{mode} (retrieval not running; read from the store)"),
+                rewrite_error: if args.rewrite {
+                    "retrieval is not running".to_owned()
+                } else {
+                    String::new()
+                },
+                ..Default::default()
             }
         }
     };
@@ -136,6 +144,10 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
         };
         let hits: Vec<Value> = reply.hits.iter().map(hit_json).collect();
         let mut out = json!({"query": request.query, "mode": reply.mode, "hits": hits});
+        if args.rewrite {
+            out["rewrites"] = json!(reply.rewrites);
+            out["rewrite_error"] = json!(reply.rewrite_error);
+        }
         if grouped {
             out["sessions"] = sessions
                 .iter()
@@ -148,6 +160,13 @@ pub async fn search(args: SearchArgs) -> anyhow::Result<()> {
         }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
+    }
+    if args.rewrite {
+        if reply.rewrites.is_empty() {
+            println!("(not reworded: {})", reply.rewrite_error);
+        } else {
+            println!("(also searched: {})", reply.rewrites.join(" | "));
+        }
     }
     if reply.hits.is_empty() {
         println!("no results for {:?} ({})", request.query, reply.mode);

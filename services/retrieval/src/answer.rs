@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 /// What every handler reads from.
 pub(crate) struct Answers {
+    /// Retrieval's own connection, to ask the compressor for other wordings of a query.
+    pub client: async_nats::Client,
     pub searcher: Searcher,
     pub context: ContextConfig,
     pub capabilities: Registry,
@@ -217,17 +219,61 @@ fn items_error(error: String) -> proto::ItemsReply {
     }
 }
 
+/// The longest wait for the compressor's other wordings of a query; its LLM call is bounded
+/// a little below this.
+const REWRITE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn search(answers: Arc<Answers>, request: proto::SearchRequest) -> proto::SearchReply {
-    match answers.searcher.search(&request).await {
+    let (rewrites, rewrite_error) = if request.rewrite {
+        reworded(&answers.client, &request).await
+    } else {
+        (Vec::new(), String::new())
+    };
+    match answers.searcher.search_reworded(&request, &rewrites).await {
         Ok((hits, mode)) => proto::SearchReply {
             hits,
             error: String::new(),
             mode: mode.to_owned(),
+            rewrites,
+            rewrite_error,
         },
         Err(error) => proto::SearchReply {
             error: failed("search", &error),
             ..Default::default()
         },
+    }
+}
+
+/// Other wordings of the query from the compressor's LLM, or none and why: the search then
+/// runs on the query as asked.
+async fn reworded(
+    client: &async_nats::Client,
+    request: &proto::SearchRequest,
+) -> (Vec<String>, String) {
+    let asked = proto::RewriteRequest {
+        query: request.query.clone(),
+        project: request.project.clone(),
+    };
+    let answered = common::nats::ask_service::<proto::RewriteReply>(
+        client,
+        "retrieval",
+        "compressor",
+        subjects::COMPRESSOR_REWRITE,
+        &asked,
+        REWRITE_WAIT,
+    )
+    .await;
+    match answered {
+        Ok(reply) if reply.error.is_empty() => (reply.queries, String::new()),
+        Ok(reply) => (Vec::new(), reply.error),
+        Err(common::nats::AskError::Request(error)) => (
+            Vec::new(),
+            common::nats::unanswered("the compressor", &error),
+        ),
+        Err(error) => (
+            Vec::new(),
+            format!("reading the compressor's reply: {error}"),
+        ),
     }
 }
 

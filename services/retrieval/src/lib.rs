@@ -148,6 +148,7 @@ async fn serve(
     capabilities.warm(searcher.vectors.as_deref()).await;
     let requests = answer::requests(
         answer::Answers {
+            client: service.client.clone(),
             searcher,
             context,
             capabilities,

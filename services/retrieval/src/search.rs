@@ -21,6 +21,12 @@ pub const DEFAULT_LIMIT: u32 = 20;
 pub const MAX_LIMIT: u32 = 200;
 /// The `group` that answers with sessions rather than items.
 pub const GROUP_SESSION: &str = "session";
+/// In a search with other wordings of the query, each wording's ranking counts this much
+/// against the query's own 1. Not measured: no LLM answers on the machines mneme is evaluated
+/// on, so this only keeps the query as asked ahead on a tie of ranks.
+const REWORDED_WEIGHT: f64 = 0.5;
+/// The rank offset of reciprocal rank fusion across wordings, the usual 60.
+const REWORDED_RRF_K: f64 = 60.0;
 
 /// A time window the question names is widened by half a day either side: the asker's day is
 /// not always the UTC day.
@@ -58,6 +64,9 @@ pub struct Tuning {
     pub session_prior: f64,
     /// Score multiplier for items by the one author the query names.
     pub author_boost: f64,
+    /// Score multiplier for the assistant's answers when a question asks after what the
+    /// assistant said ([`text::asks_what_the_assistant_said`]: "which lint did you suggest?").
+    pub assistant_boost: f64,
     /// Score multiplier for the newest items, fading with this half-life in days.
     pub recency_boost: f64,
     pub recency_half_life_days: f64,
@@ -121,6 +130,7 @@ impl Default for Tuning {
             from_next: 0.2,
             session_prior: 0.3,
             author_boost: 1.5,
+            assistant_boost: 1.0,
             recency_boost: 0.2,
             recency_half_life_days: 30.0,
             project_boost: 1.25,
@@ -281,6 +291,77 @@ impl Searcher {
         let mut hits = ranked.hits;
         self.fill_origins(&mut hits).await?;
         Ok((hits, ranked.mode))
+    }
+
+    /// Search the query and other wordings of it (an LLM's, `mneme.compressor.rewrite`), and
+    /// fuse their rankings by reciprocal rank: the query as asked counts fully and each other
+    /// wording [`REWORDED_WEIGHT`] of that, so wordings help a question worded unlike its
+    /// answer without drowning one worded like it. Each ranking is the service's own (time
+    /// words, feedback, relevance floors); sessions are grouped after the fusion.
+    pub async fn search_reworded(
+        &self,
+        request: &SearchRequest,
+        wordings: &[String],
+    ) -> anyhow::Result<(Vec<SearchHit>, &'static str)> {
+        if wordings.is_empty() {
+            return self.search(request).await;
+        }
+        let limit = match request.limit {
+            0 => DEFAULT_LIMIT,
+            n => n.min(MAX_LIMIT),
+        } as usize;
+        let grouped = request.group == GROUP_SESSION;
+        // Every wording is read against the same moment, and ranked deep enough that a hit
+        // one wording puts low still counts.
+        let as_of_ms = match request.as_of_ms {
+            0 => self.asked_at(request).await,
+            at => at,
+        };
+        let inner = SearchRequest {
+            as_of_ms,
+            group: String::new(),
+            limit: if grouped {
+                MAX_LIMIT
+            } else {
+                (limit * 2).min(MAX_LIMIT as usize) as u32
+            },
+            ..request.clone()
+        };
+        let (first, mode) = self.search(&inner).await?;
+        let mut rankings = vec![(1.0, first)];
+        for wording in wordings {
+            let (hits, _) = self
+                .search(&SearchRequest {
+                    query: wording.clone(),
+                    ..inner.clone()
+                })
+                .await?;
+            rankings.push((REWORDED_WEIGHT, hits));
+        }
+        let mut fused: Vec<SearchHit> = Vec::new();
+        let mut place: HashMap<i64, usize> = HashMap::new();
+        for (weight, hits) in rankings {
+            for (rank, mut hit) in hits.into_iter().enumerate() {
+                let share = weight / (REWORDED_RRF_K + rank as f64 + 1.0);
+                match place.get(&hit.id) {
+                    Some(&at) => fused[at].score += share,
+                    None => {
+                        place.insert(hit.id, fused.len());
+                        hit.score = share;
+                        fused.push(hit);
+                    }
+                }
+            }
+        }
+        // Ties go to the hit the query as asked ranked first.
+        fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let hits = if grouped {
+            group_sessions(fused, &self.tuning.session_weights, limit)
+        } else {
+            fused.truncate(limit);
+            fused
+        };
+        Ok((hits, mode))
     }
 
     /// The query's vector moved towards the first hits of a few sessions, for a question that
@@ -1209,6 +1290,16 @@ fn score(
         for row in rows.iter().filter(|r| r.author == author) {
             if let Some(v) = fused.get_mut(&row.id) {
                 *v *= tuning.author_boost;
+            }
+        }
+    }
+
+    // A question after what the assistant said ("which profiler did you recommend?") is
+    // answered by its answers, whatever else shares the question's words.
+    if tuning.assistant_boost != 1.0 && text::asks_what_the_assistant_said(&request.query) {
+        for row in rows.iter().filter(|r| r.kind == "reply") {
+            if let Some(v) = fused.get_mut(&row.id) {
+                *v *= tuning.assistant_boost;
             }
         }
     }

@@ -284,6 +284,96 @@ pub fn asks_for_several(question: &str) -> bool {
     verb > 0 && is_plural(rest[verb - 1])
 }
 
+/// Whether a question asks after what the assistant said ("which lint did you suggest?", "you
+/// recommended a profiler, which one?", "what was your theory?"): "you" doing something the
+/// assistant does in its answers (suggest, explain, recommend, point at), in the past, or
+/// "your" before what an answer holds. A request addressed to it ("can you remind me where I
+/// put the keys?") is not one: its answer is in what the person said.
+pub fn asks_what_the_assistant_said(question: &str) -> bool {
+    // Sorted for binary search: what "you" did in an answer, in the past tense, and the base
+    // form that follows "did you" / "have you".
+    const DONE: &[&str] = &[
+        "advised",
+        "chose",
+        "described",
+        "explained",
+        "gave",
+        "had",
+        "listed",
+        "mentioned",
+        "named",
+        "noted",
+        "offered",
+        "picked",
+        "pointed",
+        "proposed",
+        "provided",
+        "recommended",
+        "said",
+        "shared",
+        "showed",
+        "suggested",
+        "told",
+        "wrote",
+    ];
+    const DO: &[&str] = &[
+        "advise",
+        "choose",
+        "describe",
+        "explain",
+        "give",
+        "list",
+        "mention",
+        "name",
+        "note",
+        "offer",
+        "pick",
+        "point",
+        "propose",
+        "provide",
+        "recommend",
+        "say",
+        "share",
+        "show",
+        "suggest",
+        "tell",
+        "write",
+    ];
+    const ANSWERS: &[&str] = &[
+        "advice",
+        "answer",
+        "explanation",
+        "idea",
+        "proposal",
+        "recommendation",
+        "suggestion",
+        "theory",
+    ];
+    // Words that may stand between "you" and its verb ("you once suggested").
+    const BETWEEN: &[&str] = &["also", "earlier", "ever", "just", "once", "previously"];
+    let lower = question.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().enumerate().any(|(at, word)| match *word {
+        "you" => {
+            let verb = words[at + 1..]
+                .iter()
+                .find(|w| BETWEEN.binary_search(w).is_err());
+            let asked = at > 0 && matches!(words[at - 1], "did" | "have" | "had");
+            verb.is_some_and(|verb| {
+                DONE.binary_search(verb).is_ok() || (asked && DO.binary_search(verb).is_ok())
+            })
+        }
+        "your" => words.get(at + 1).is_some_and(|w| {
+            let one = w.strip_suffix('s').unwrap_or(w);
+            ANSWERS.binary_search(&one).is_ok()
+        }),
+        _ => false,
+    })
+}
+
 /// Words that ask what went on without saying about what ("what was I working on", "what did I
 /// get up to", "roughly"), beside the stopwords. Sorted for binary search.
 const ACTIVITY: &[&str] = &[
@@ -418,6 +508,32 @@ pub fn tokens(text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_question_after_what_the_assistant_said_is_told_from_a_request() {
+        for asked in [
+            "Which lint did you suggest enabling so the bug doesn't come back?",
+            "You recommended something to profile the memory growth. What was it?",
+            "You pointed me at a package for retrying failed calls. Which one was it?",
+            "How did you tell me to find out which query is holding a lock?",
+            "You once suggested an index for the slow report, which one?",
+            "What was your theory about the intermittent failures?",
+            "Remind me of your suggestions for the load test",
+            "what have you said about the retry budget",
+        ] {
+            assert!(super::asks_what_the_assistant_said(asked), "{asked}");
+        }
+        for not in [
+            "Can you remind me which editor I use?",
+            "Could you tell me what port staging listens on?",
+            "What indentation style do I want in code you write?",
+            "Which databases have I tried for the cache?",
+            "what did I suggest to the team about retries",
+            "you know the flaky test, when did I quarantine it?",
+        ] {
+            assert!(!super::asks_what_the_assistant_said(not), "{not}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -210,6 +210,10 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         "window" => one_setting("window", &[0.0, 0.5, 2.0, 4.0], |t, boost| {
             t.window_boost = boost;
         }),
+        // How much the assistant's answers gain for a question after what it said.
+        "assistant" => one_setting("assistant", &[1.25, 1.5, 2.0, 3.0], |t, boost| {
+            t.assistant_boost = boost;
+        }),
         // How much the newest items gain.
         "recency" => one_setting("recency", &[0.0, 0.1, 0.3], |t, boost| {
             t.recency_boost = boost;
