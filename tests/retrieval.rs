@@ -1611,3 +1611,60 @@ async fn a_question_asking_for_several_answers_brings_more_of_them_first() {
     let ids = |hits: &[proto::SearchHit]| hits.iter().map(|h| h.id).collect::<Vec<_>>();
     assert_eq!(ids(&reply.hits), ids(&hits));
 }
+
+/// A question after what the assistant said ("which memory profiler did you recommend?") is
+/// answered by the assistant's answer, though a prompt of another session asks the same thing
+/// in the question's own words: the service lifts the assistant's answers for such a question.
+/// Ranked without the lift, the prompt comes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_after_what_the_assistant_said_finds_its_answer() {
+    let mut app = App::start().await;
+    let cwd = "/work/said";
+    let events = [
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": "answered", "cwd": cwd,
+            "transcript_path": "/tmp/t.jsonl",
+            "prompt": "the api pods keep growing until the kernel kills them, can you look?"}),
+        json!({"hook_event_name": "Stop", "session_id": "answered", "cwd": cwd,
+            "transcript_path": "/tmp/t.jsonl",
+            "last_assistant_message": "The growth is steady rather than spiky, which smells like \
+                something kept forever. I'd take a profile with heaptrack: run the api under it \
+                for ten minutes of normal traffic and look at which call sites keep their \
+                allocations alive; it usually points at a cache that never evicts."}),
+        json!({"hook_event_name": "UserPromptSubmit", "session_id": "asked", "cwd": cwd,
+            "transcript_path": "/tmp/t.jsonl",
+            "prompt": "Which memory profiler would you recommend for the api pods, memray or pprof?"}),
+    ];
+    for event in &events {
+        assert!(app.hook(event.to_string().as_bytes()).0.status.success());
+    }
+    app.wait_indexed(3).await;
+    let question = "Which memory profiler did you recommend?";
+    let reply = search(
+        &app,
+        SearchRequest {
+            limit: 3,
+            ..query(question, cwd)
+        },
+    )
+    .await;
+    let first = reply.hits.first().expect("a hit");
+    assert_eq!(
+        (first.session_id.as_str(), first.kind.as_str()),
+        ("answered", "reply")
+    );
+    let unlifted = app
+        .searcher(retrieval::search::Tuning {
+            assistant_boost: 1.0,
+            ..Default::default()
+        })
+        .await;
+    let (hits, _) = unlifted
+        .search(&SearchRequest {
+            limit: 3,
+            ..query(question, cwd)
+        })
+        .await
+        .unwrap();
+    assert_eq!(hits.first().map(|h| h.session_id.as_str()), Some("asked"));
+    app.stop_services().await;
+}

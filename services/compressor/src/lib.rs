@@ -8,8 +8,9 @@
 //! - a compaction (PreCompact, completed by PostCompact) makes a checkpoint;
 //! - session end, or enough raw text since the last summary, (re)writes the session summary.
 //!
-//! It also answers `mneme.compressor.compress` and `mneme.compressor.checkpoint` over
-//! request/reply, and announces every row it writes on `mneme.compressor.written.<kind>`
+//! It also answers `mneme.compressor.compress`, `mneme.compressor.checkpoint` and, with an
+//! LLM, `mneme.compressor.rewrite` (other wordings of a search query) over request/reply, and
+//! announces every row it writes on `mneme.compressor.written.<kind>`
 //! (stream `MNEME_COMPRESSOR`), forwarding the trace context.
 //!
 //! The heuristic compressor ([`heuristic`]) is the default and needs no model; the optional

@@ -468,15 +468,19 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 mod tests {
     use super::*;
 
+    /// The local model the tests run with, as CI installs it; a run without it fails here.
+    fn model() -> LocalModel {
+        let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
+            .map(PathBuf::from)
+            .expect("MNEME_EMBED_MODEL_DIR names the embedding model's directory");
+        LocalModel::load(&dir).unwrap()
+    }
+
     /// A text embedded alone (tokenized on the calling thread, no padding) gets the vector it
     /// gets in a batch beside a longer text (padded, with the padding masked out).
     #[test]
     fn a_text_alone_embeds_as_it_does_in_a_batch() {
-        // The tests run with the model, as CI installs it; a run without it fails here.
-        let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
-            .map(PathBuf::from)
-            .expect("MNEME_EMBED_MODEL_DIR names the embedding model's directory");
-        let model = LocalModel::load(&dir).unwrap();
+        let model = model();
         let longer = "a much longer text about deploying the billing service to staging after \
                       the migrations ran, so the batch is padded"
             .to_owned();
@@ -497,10 +501,7 @@ mod tests {
     /// the work, not the answer.
     #[test]
     fn a_batch_grouped_by_length_keeps_its_order_and_its_vectors() {
-        let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
-            .map(PathBuf::from)
-            .expect("MNEME_EMBED_MODEL_DIR names the embedding model's directory");
-        let model = LocalModel::load(&dir).unwrap();
+        let model = model();
         let texts: Vec<String> = (0..GROUP_ROWS * 2 + 5)
             .map(|i| {
                 let words = (i * 37) % 90 + 1;
@@ -522,10 +523,7 @@ mod tests {
     /// the text up to its reach embeds as the whole text does, and a word more changes nothing.
     #[test]
     fn the_reach_of_the_model_is_where_its_tokens_end() {
-        let dir = std::env::var_os("MNEME_EMBED_MODEL_DIR")
-            .map(PathBuf::from)
-            .expect("MNEME_EMBED_MODEL_DIR names the embedding model's directory");
-        let model = LocalModel::load(&dir).unwrap();
+        let model = model();
         let short = "the staging server listens on port 8443 now";
         assert_eq!(model.reach(short, usize::MAX), short.chars().count());
         let long: String = (0..120)
