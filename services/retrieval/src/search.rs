@@ -310,10 +310,7 @@ impl Searcher {
         if wordings.is_empty() {
             return self.search(request).await;
         }
-        let limit = match request.limit {
-            0 => DEFAULT_LIMIT,
-            n => n.min(MAX_LIMIT),
-        } as usize;
+        let limit = limit_of(request);
         let grouped = request.group == GROUP_SESSION;
         // Every wording is read against the same moment, and ranked deep enough that a hit
         // one wording puts low still counts.
@@ -429,10 +426,7 @@ impl Searcher {
         feedback: Option<&Feedback>,
     ) -> anyhow::Result<Ranked> {
         let tuning = &self.tuning;
-        let limit = match request.limit {
-            0 => DEFAULT_LIMIT,
-            n => n.min(MAX_LIMIT),
-        } as usize;
+        let limit = limit_of(request);
         let depth = (limit * tuning.depth as usize).max(tuning.min_depth as usize);
         let vectors = self.vectors.as_ref().filter(|_| request.mode != "fts");
         let use_fts = request.mode != "vector" || vectors.is_none();
@@ -1212,6 +1206,16 @@ fn bind_all<'q, O>(
         };
     }
     query
+}
+
+/// How many results a request asks for: [`DEFAULT_LIMIT`] when it does not say, at most
+/// [`MAX_LIMIT`].
+fn limit_of(request: &SearchRequest) -> usize {
+    let limit = match request.limit {
+        0 => DEFAULT_LIMIT,
+        n => n.min(MAX_LIMIT),
+    };
+    limit as usize
 }
 
 /// Final ranking scores of every candidate: fused retriever scores, the author boost, score
