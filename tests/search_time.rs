@@ -763,3 +763,62 @@ async fn search_time_asked_what_holds_now_the_later_change_can_rank_above() {
     assert_eq!(ids(&search(&app, plain).await.hits), ids(&hits));
     app.stop_services().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_a_short_form_is_found_by_its_long_name() {
+    let mut app = App::start().await;
+    const PROJECT: &str = "/work/forms";
+    let mut sent = vec![(
+        "change",
+        PROJECT,
+        at(2025, 9, 10),
+        "PRs now go to `develop` instead of `master`.",
+    )];
+    // Sharing the question's words, not its answer.
+    let noise = [
+        "Pull the latest changes before you start the migration.",
+        "The request handler needs a timeout of its own.",
+        "Which branch should the hotfix be based on?",
+        "Branch protection rules keep blocking the release job.",
+        "The target directory is huge again, can we clean it in CI?",
+    ];
+    for (n, text) in noise.iter().enumerate() {
+        sent.push((
+            ["n0", "n1", "n2", "n3", "n4"][n],
+            PROJECT,
+            at(2025, 6, 1 + n as i64),
+            text,
+        ));
+    }
+    publish(&app, &sent).await;
+    let asked = |mode: &str| SearchRequest {
+        as_of_ms: at(2025, 10, 1),
+        mode: mode.to_owned(),
+        ..prompts("Which branch do pull requests target?", PROJECT)
+    };
+    let sessions = |hits: &[proto::SearchHit]| -> Vec<String> {
+        hits.iter().map(|h| h.session_id.clone()).collect()
+    };
+    // Full text alone finds the note by the short form, the only word it shares with the
+    // question; as one word of the question's four it ranks with the notes sharing one other.
+    let words = search(&app, asked("fts")).await;
+    assert!(
+        words.hits.iter().any(|h| h.session_id == "change"),
+        "{:?}",
+        sessions(&words.hits)
+    );
+    // Without the other forms, full text does not find it at all.
+    let without = app
+        .searcher(retrieval::search::Tuning {
+            other_forms: false,
+            ..Default::default()
+        })
+        .await;
+    let (hits, _) = without.search(&asked("fts")).await.unwrap();
+    assert!(
+        hits.iter().all(|h| h.session_id != "change"),
+        "{:?}",
+        sessions(&hits)
+    );
+    app.stop_services().await;
+}

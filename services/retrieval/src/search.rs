@@ -107,6 +107,10 @@ pub struct Tuning {
     /// whose nearest piece is at least this close to one of the first hits' moves above it, as
     /// later memory on the same subject updates it (0: off).
     pub successor_cosine: f32,
+    /// Full text also searches the other form of a developer's short form or long name in the
+    /// query ([`text::other_forms`]: "pull requests" finds "PRs", "CI" finds "continuous
+    /// integration").
+    pub other_forms: bool,
 }
 
 impl Default for Tuning {
@@ -165,8 +169,16 @@ impl Default for Tuning {
             // Off: on the development halves 0.4 was best (histories all@5 81.1 to 82.6), but
             // on the test half it lost an aggregation question (78.0 to 77.3) while ordering
             // updates better, and its extra read cost search time (`MNEME_BENCH_SWEEP=
-            // successor`; docs/evaluation.md). Kept as a knob to measure.
+            // successor`; docs/evaluation.md). Measured again on 6 December, left alone for
+            // questions asking for several answers: the development half gained two questions
+            // of 150, the test half lost two (an update and a "most recently" question) while
+            // the latest statement ranked above the older ones more often on both. Kept as a
+            // knob to measure.
             successor_cosine: 0.0,
+            // On the histories' development half it put the latest statement in the top five
+            // for one more update question of 18 and moved nothing else (`MNEME_BENCH_SWEEP=
+            // forms`; docs/evaluation.md).
+            other_forms: true,
         }
     }
 }
@@ -447,7 +459,11 @@ impl Searcher {
                 .await
                 .map(|at| anchor.window(at));
         }
-        let terms = text::query_terms(&when.text);
+        let mut terms = text::query_terms(&when.text);
+        if tuning.other_forms {
+            let other = text::other_forms(&terms);
+            terms.extend(other);
+        }
         let (where_sql, binds) = filters(request);
         // A question that names a time and nothing else ("what was I working on a week before I
         // moved?", "what did I do last Tuesday?") is answered by what was recorded then; its
@@ -793,8 +809,11 @@ impl Searcher {
             if when.window.is_none() && when.order != Some(Order::Earliest) {
                 later_first(&mut hits, &matched, tuning.update_margin);
             }
+            // A question asking for several answers wants every one of them, the older too
+            // ("in which regions do we run now?"): a moved hit would take one's place.
             if when.order == Some(Order::Latest)
                 && tuning.successor_cosine > 0.0
+                && !text::asks_for_several(&request.query)
                 && let (Some(vectors), Some(query)) = (vectors, &query_vector)
                 && let Err(error) = self
                     .successors_first(vectors, query, &mut hits, &hashes)
@@ -926,8 +945,12 @@ impl Searcher {
         hashes: &HashMap<i64, String>,
     ) -> anyhow::Result<()> {
         const LEADERS: usize = 5;
+        // A later statement further down than this is too weak a match to be what holds now,
+        // and reading every hit's pieces would cost more than the rest of the search.
+        const REACH: usize = 30;
         let items: Vec<(i64, &str, &str)> = hits
             .iter()
+            .take(REACH)
             .filter_map(|h| Some((h.id, hashes.get(&h.id)?.as_str(), h.kind.as_str())))
             .collect();
         let pieces = vectors.nearest_pieces(&self.pool, query, &items).await?;

@@ -251,6 +251,73 @@ pub fn query_terms(text: &str) -> Vec<String> {
     kept
 }
 
+/// Short forms developers write for longer names, with the longer name's words: a question
+/// says "pull requests" or "continuous integration" where a note says "PRs" or "CI", and full
+/// text matches neither to the other. Only forms whose meaning in a developer's notes is
+/// nearly always this one are listed: "cd", a shell command as often as continuous delivery,
+/// is not.
+const SHORT_FORMS: &[(&str, &[&str])] = &[
+    ("a11y", &["accessibility"]),
+    ("auth", &["authentication"]),
+    ("ci", &["continuous", "integration"]),
+    ("config", &["configuration"]),
+    ("db", &["database"]),
+    ("deps", &["dependencies"]),
+    ("env", &["environment"]),
+    ("gc", &["garbage", "collection"]),
+    ("i18n", &["internationalization"]),
+    ("infra", &["infrastructure"]),
+    ("k8s", &["kubernetes"]),
+    ("l10n", &["localization"]),
+    ("lb", &["load", "balancer"]),
+    ("mr", &["merge", "request"]),
+    ("o11y", &["observability"]),
+    ("perf", &["performance"]),
+    ("pr", &["pull", "request"]),
+    ("prod", &["production"]),
+    ("repo", &["repository"]),
+    ("vm", &["virtual", "machine"]),
+];
+
+/// The other form of each short form or long name among a query's `terms`
+/// ([`query_terms`]), to be searched beside them: "pull requests" adds "pr", "PRs" adds
+/// "pull" and "request". Plurals count ("prs", "dbs", "repositories"), and a term already in
+/// the query is not added again.
+pub fn other_forms(terms: &[String]) -> Vec<String> {
+    // Plurals and the index's own stemming agree on these: "requests" is "request".
+    let singular = |word: &str| -> String {
+        if let Some(stem) = word.strip_suffix("ies") {
+            format!("{stem}y")
+        } else if word.len() > 3 && word.ends_with('s') && !word.ends_with("ss") {
+            word[..word.len() - 1].to_owned()
+        } else {
+            word.to_owned()
+        }
+    };
+    let words: Vec<String> = terms.iter().map(|t| singular(t)).collect();
+    let mut added: Vec<String> = Vec::new();
+    let add = |word: &str, added: &mut Vec<String>| {
+        if !terms.iter().any(|t| t == word) && !added.iter().any(|a| a == word) {
+            added.push(word.to_owned());
+        }
+    };
+    for (short, long) in SHORT_FORMS {
+        let short_found = terms
+            .iter()
+            .any(|t| t == short || t.strip_suffix('s') == Some(short));
+        if short_found {
+            for word in long.iter() {
+                add(word, &mut added);
+            }
+        }
+        let long: Vec<String> = long.iter().map(|w| singular(w)).collect();
+        if words.windows(long.len()).any(|w| w == long.as_slice()) {
+            add(short, &mut added);
+        }
+    }
+    added
+}
+
 /// Whether a question asks for several answers spread over the memory ("how many", "in
 /// total", "list …", or "which"/"what" with a plural noun before its verb: "which databases
 /// have I tried"), rather than for one fact. Such questions are answered by items that each
@@ -508,6 +575,21 @@ pub fn tokens(text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_short_form_and_its_long_name_find_each_other() {
+        let forms = |q: &str| other_forms(&query_terms(q));
+        assert_eq!(forms("Which branch do pull requests target?"), ["pr"]);
+        assert_eq!(forms("where do PRs go now"), ["pull", "request"]);
+        assert_eq!(forms("What runs our continuous integration?"), ["ci"]);
+        assert_eq!(forms("is CI green"), ["continuous", "integration"]);
+        assert_eq!(forms("which repositories use k8s"), ["kubernetes", "repo"]);
+        assert_eq!(forms("the prod DB is slow"), ["database", "production"]);
+        // Words that merely contain a short form, or a long name's words apart, add nothing.
+        assert!(forms("the price of the dbt model").is_empty());
+        assert!(forms("pull the latest request logs").is_empty());
+        assert!(forms("continuous deployment of the integration branch").is_empty());
+    }
     #[test]
     fn a_question_after_what_the_assistant_said_is_told_from_a_request() {
         for asked in [

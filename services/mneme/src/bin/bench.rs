@@ -202,9 +202,27 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
             .collect(),
         // For a question about what holds now, how close a later hit's nearest piece must be to
         // a first hit's to move above it.
-        "successor" => one_setting("successor", &[0.4, 0.5, 0.6, 0.7, 0.8], |t, cosine| {
+        "successor" => one_setting("successor", &[0.25, 0.3, 0.35, 0.4, 0.5], |t, cosine| {
             t.successor_cosine = cosine as f32;
         }),
+        // A developer's short forms and long names searched for each other in full text, alone
+        // and with a later statement moved above the one it changes.
+        "forms" => [false, true]
+            .into_iter()
+            .flat_map(|forms| {
+                [0.0, 0.3, 0.35, 0.4].map(|cosine| {
+                    (
+                        format!("sweep forms={forms} successor={cosine}"),
+                        Tuning {
+                            other_forms: forms,
+                            successor_cosine: cosine,
+                            ..base
+                        },
+                    )
+                })
+            })
+            .filter(|(_, t)| t.other_forms || t.successor_cosine > 0.0)
+            .collect(),
         // How much the items inside a time window the question names gain ("in June", "two
         // weeks before I moved"), around the default of 1.
         "window" => one_setting("window", &[0.0, 0.5, 2.0, 4.0], |t, boost| {
