@@ -63,6 +63,21 @@ async fn publish(app: &App, prompts: &[(&str, &str, i64, &str)]) {
     app.wait_indexed(prompts).await;
 }
 
+/// Notes sharing a question's words but not its answer, one a day from 1 June 2025, each in a
+/// session of its own (`n0`, `n1`, …): (session, project, time, text) as [`publish`] takes them.
+fn noise_notes<'a>(
+    project: &'a str,
+    texts: &[&'a str],
+) -> Vec<(&'static str, &'a str, i64, &'a str)> {
+    const SESSIONS: [&str; 5] = ["n0", "n1", "n2", "n3", "n4"];
+    texts
+        .iter()
+        .zip(SESSIONS)
+        .enumerate()
+        .map(|(n, (text, session))| (session, project, at(2025, 6, 1 + n as i64), *text))
+        .collect()
+}
+
 /// Prompts only: the pattern service may make items of its own out of these statements.
 fn prompts(query: &str, project: &str) -> SearchRequest {
     SearchRequest {
@@ -717,14 +732,7 @@ async fn search_time_asked_what_holds_now_the_later_change_can_rank_above() {
         "Can you check why the production logs are so noisy? The hosting dashboard shows errors.",
         "What does the staging environment run on? I want it to match.",
     ];
-    for (n, text) in noise.iter().enumerate() {
-        sent.push((
-            ["n0", "n1", "n2", "n3", "n4"][n],
-            PROJECT,
-            at(2025, 6, 1 + n as i64),
-            text,
-        ));
-    }
+    sent.extend(noise_notes(PROJECT, &noise));
     publish(&app, &sent).await;
     let asked = |question: &str| SearchRequest {
         as_of_ms: at(2025, 10, 1),
@@ -782,14 +790,7 @@ async fn search_time_a_short_form_is_found_by_its_long_name() {
         "Branch protection rules keep blocking the release job.",
         "The target directory is huge again, can we clean it in CI?",
     ];
-    for (n, text) in noise.iter().enumerate() {
-        sent.push((
-            ["n0", "n1", "n2", "n3", "n4"][n],
-            PROJECT,
-            at(2025, 6, 1 + n as i64),
-            text,
-        ));
-    }
+    sent.extend(noise_notes(PROJECT, &noise));
     publish(&app, &sent).await;
     let asked = |mode: &str| SearchRequest {
         as_of_ms: at(2025, 10, 1),
