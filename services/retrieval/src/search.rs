@@ -214,11 +214,11 @@ struct Row {
 }
 
 impl Row {
-    /// The hit this row makes, its snippet centred on the first of `terms` it holds.
-    fn hit(self, terms: &[String], score: f64, relevance: f64, found_by: Vec<String>) -> SearchHit {
-        SearchHit {
+    /// The hit this row makes, without its snippet, and the text the snippet is cut from: most
+    /// rows scored never become one of the hits returned, and only those need one.
+    fn hit(self, score: f64, relevance: f64, found_by: Vec<String>) -> (SearchHit, String) {
+        let hit = SearchHit {
             id: self.id,
-            snippet: text::snippet(&self.text, terms),
             title: text::snippet(&self.title, &[]).chars().take(120).collect(),
             session_id: self.session_id,
             project: self.project,
@@ -228,7 +228,8 @@ impl Row {
             relevance,
             found_by,
             ..SearchHit::default()
-        }
+        };
+        (hit, self.text)
     }
 }
 
@@ -759,6 +760,8 @@ impl Searcher {
         // Which query words each hit holds, for telling whether two hits are about one subject.
         let mut matched: HashMap<i64, u64> = HashMap::new();
         let mut hashes: HashMap<i64, String> = HashMap::new();
+        let mut texts: HashMap<i64, String> = HashMap::new();
+        let finder = text::Terms::new(&terms);
         let mut hits: Vec<SearchHit> = rows
             .into_iter()
             .filter_map(|mut row| {
@@ -778,9 +781,8 @@ impl Searcher {
                 {
                     score *= 1.0 + tuning.window_boost;
                 }
-                let body = format!("{} {}", row.title, row.text);
-                let lexical = text::coverage(&terms, &body);
-                matched.insert(row.id, text::matched_terms(&terms, &body));
+                let (words, lexical) = finder.find(&format!("{} {}", row.title, row.text));
+                matched.insert(row.id, words);
                 let relevance = relevance(lexical, e.similarity(), query_vector.is_some());
                 if relevance < request.min_relevance {
                     return None;
@@ -793,7 +795,9 @@ impl Searcher {
                 if e.vector_rank.is_some() {
                     found_by.push("vector".to_owned());
                 }
-                Some(row.hit(&terms, score, relevance, found_by))
+                let (hit, text) = row.hit(score, relevance, found_by);
+                texts.insert(hit.id, text);
+                Some(hit)
             })
             .collect();
         if let Some(order) = when.order {
@@ -823,6 +827,12 @@ impl Searcher {
             }
             hits
         };
+        let mut hits = hits;
+        for hit in &mut hits {
+            if let Some(text) = texts.get(&hit.id) {
+                hit.snippet = text::snippet(text, &terms);
+            }
+        }
         let kept: HashSet<i64> = hits.iter().map(|hit| hit.id).collect();
         hashes.retain(|id, _| kept.contains(id));
         Ok(Ranked {
@@ -895,7 +905,9 @@ impl Searcher {
                     continue;
                 }
                 let score = near * 0.5f64.powi(n as i32);
-                hits.push(row.hit(&[], score, relevance, vec!["time".to_owned()]));
+                let (mut hit, text) = row.hit(score, relevance, vec!["time".to_owned()]);
+                hit.snippet = text::snippet(&text, &[]);
+                hits.push(hit);
             }
         }
         // Stable: equal scores keep the order of their sessions' nearness.
@@ -1423,16 +1435,20 @@ fn spread_sessions(hits: Vec<SearchHit>, decay: f64, limit: usize) -> Vec<Search
     let mut taken = vec![0i32; queues.len()];
     let mut out = Vec::new();
     while out.len() < limit {
-        let weighed = |at: usize, hit: &SearchHit| {
-            let mut hit = hit.clone();
-            hit.score *= decay.powi((taken[at] - 1).max(0));
-            hit
-        };
+        // Compared as `by_score` compares hits, on the weighed score, without copying a hit
+        // for every session at every place.
         let next = (0..queues.len())
-            .filter_map(|at| Some((at, weighed(at, queues[at].front()?))))
-            .min_by(|(_, a), (_, b)| by_score(a, b));
-        let Some((at, hit)) = next else { break };
-        queues[at].pop_front();
+            .filter_map(|at| {
+                let hit = queues[at].front()?;
+                let score = hit.score * decay.powi((taken[at] - 1).max(0));
+                Some((at, score, hit.occurred_at_ms, hit.id))
+            })
+            .min_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)));
+        let Some((at, score, ..)) = next else { break };
+        let Some(mut hit) = queues[at].pop_front() else {
+            break;
+        };
+        hit.score = score;
         taken[at] += 1;
         out.push(hit);
     }

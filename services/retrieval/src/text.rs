@@ -499,27 +499,42 @@ pub fn stem(word: &str) -> String {
 
 /// The share of `terms` found in `text` (0..1), matching by [`stem`].
 pub fn coverage(terms: &[String], text: &str) -> f64 {
-    if terms.is_empty() {
-        return 0.0;
-    }
-    let lower = text.to_lowercase();
-    let found = terms
-        .iter()
-        .filter(|t| lower.contains(stem(t).as_str()))
-        .count();
-    found as f64 / terms.len() as f64
+    Terms::new(terms).find(text).1
 }
 
-/// Which of `terms` (the first 64) are found in `text`, matching by [`stem`], one bit each: two
-/// texts holding the same query words are, as far as the query can tell, about one subject.
-pub fn matched_terms(terms: &[String], text: &str) -> u64 {
-    let lower = text.to_lowercase();
-    terms
-        .iter()
-        .take(64)
-        .enumerate()
-        .filter(|(_, t)| lower.contains(stem(t).as_str()))
-        .fold(0, |bits, (n, _)| bits | 1 << n)
+/// Query terms as they are looked for in a text without the index: by [`stem`], in the text
+/// lowercased. Made once for a query, so that each candidate's text is lowercased once, however
+/// many things are asked of it.
+pub struct Terms {
+    stems: Vec<String>,
+}
+
+impl Terms {
+    pub fn new(terms: &[String]) -> Terms {
+        Terms {
+            stems: terms.iter().map(|t| stem(t)).collect(),
+        }
+    }
+
+    /// Which of the terms `text` holds, one bit for each of the first 64 (two texts holding
+    /// the same query words are, as far as the query can tell, about one subject), and the
+    /// share of all of them it holds (0..1).
+    pub fn find(&self, text: &str) -> (u64, f64) {
+        if self.stems.is_empty() {
+            return (0, 0.0);
+        }
+        let lower = text.to_lowercase();
+        let (mut bits, mut found) = (0u64, 0usize);
+        for (n, stem) in self.stems.iter().enumerate() {
+            if lower.contains(stem.as_str()) {
+                found += 1;
+                if n < 64 {
+                    bits |= 1 << n;
+                }
+            }
+        }
+        (bits, found as f64 / self.stems.len() as f64)
+    }
 }
 
 /// About 200 characters of `body` around the first of `terms` found in it.
@@ -706,14 +721,15 @@ mod tests {
     }
 
     #[test]
-    fn matched_terms_name_each_word_found() {
-        let terms = query_terms("database version postgres");
-        assert_eq!(matched_terms(&terms, "We run Postgres 14"), 0b100);
+    fn found_terms_name_each_word_found() {
+        let terms = Terms::new(&query_terms("database version postgres"));
+        assert_eq!(terms.find("We run Postgres 14"), (0b100, 1.0 / 3.0));
         assert_eq!(
-            matched_terms(&terms, "the database: Postgres, version 16"),
-            0b111
+            terms.find("the database: Postgres, version 16"),
+            (0b111, 1.0)
         );
-        assert_eq!(matched_terms(&terms, "nothing here"), 0);
+        assert_eq!(terms.find("nothing here"), (0, 0.0));
+        assert_eq!(Terms::new(&[]).find("anything"), (0, 0.0));
     }
 
     #[test]
