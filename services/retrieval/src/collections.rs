@@ -277,6 +277,14 @@ struct AskRow {
 /// The items of a collection most relevant to a question. Every item of the collection is
 /// scored (a collection is small), with the same relevance search reports: the share of the
 /// question's words an item holds, and with a model its cosine similarity to the question.
+/// How well one item of a collection answers a question. An item whose vector is not in the
+/// cache yet (just added, embedding still behind) is judged by its words alone: counting its
+/// unknown meaning as unrelated would put an older item that shares fewer of the question's
+/// words ahead of it until the backfill catches up.
+fn item_relevance(lexical: f64, cosine: Option<f32>, semantic_available: bool) -> f64 {
+    search::relevance(lexical, cosine, semantic_available && cosine.is_some())
+}
+
 pub async fn ask(
     searcher: &Searcher,
     request: &AskCollectionRequest,
@@ -318,7 +326,7 @@ pub async fn ask(
         .filter_map(|row| {
             let lexical = text::coverage(&terms, &format!("{} {}", row.title, row.text));
             let cosine = cosines.get(&row.id).copied();
-            let relevance = search::relevance(lexical, cosine, vectors.is_some());
+            let relevance = item_relevance(lexical, cosine, vectors.is_some());
             if relevance <= 0.0 {
                 return None;
             }
@@ -357,4 +365,25 @@ pub async fn ask(
         mode: if vectors.is_some() { "hybrid" } else { "fts" }.to_owned(),
         ..Default::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::item_relevance;
+
+    #[test]
+    fn an_item_not_yet_embedded_is_judged_by_its_words() {
+        // Every word of the question, no vector yet: its words decide, in full.
+        let waiting = item_relevance(1.0, None, true);
+        // Two of three words and a close meaning.
+        let embedded = item_relevance(2.0 / 3.0, Some(0.6), true);
+        assert!(waiting > embedded, "{waiting} against {embedded}");
+        assert_eq!(waiting, 1.0);
+        // Neither words nor a vector: nothing to go on.
+        assert_eq!(item_relevance(0.0, None, true), 0.0);
+        // Without a model, words alone, as before.
+        assert_eq!(item_relevance(0.5, None, false), 0.5);
+        // A known vector still counts half.
+        assert!((item_relevance(1.0, Some(0.25), true) - 0.5).abs() < 1e-9);
+    }
 }
