@@ -274,9 +274,6 @@ struct AskRow {
     occurred_at: i64,
 }
 
-/// The items of a collection most relevant to a question. Every item of the collection is
-/// scored (a collection is small), with the same relevance search reports: the share of the
-/// question's words an item holds, and with a model its cosine similarity to the question.
 /// How well one item of a collection answers a question. An item whose vector is not in the
 /// cache yet (just added, embedding still behind) is judged by its words alone: counting its
 /// unknown meaning as unrelated would put an older item that shares fewer of the question's
@@ -285,6 +282,9 @@ fn item_relevance(lexical: f64, cosine: Option<f32>, semantic_available: bool) -
     search::relevance(lexical, cosine, semantic_available && cosine.is_some())
 }
 
+/// The items of a collection most relevant to a question. Every item of the collection is
+/// scored (a collection is small), with the same relevance search reports: the share of the
+/// question's words an item holds, and with a model its cosine similarity to the question.
 pub async fn ask(
     searcher: &Searcher,
     request: &AskCollectionRequest,
@@ -309,6 +309,7 @@ pub async fn ask(
     .fetch_all(pool)
     .await?;
     let terms = text::query_terms(question);
+    let finder = text::Terms::new(&terms);
     let mut cosines: HashMap<i64, f32> = HashMap::new();
     let vectors = searcher.vectors.as_ref();
     if let Some(vectors) = vectors
@@ -324,7 +325,7 @@ pub async fn ask(
     let mut hits: Vec<SearchHit> = rows
         .into_iter()
         .filter_map(|row| {
-            let lexical = text::coverage(&terms, &format!("{} {}", row.title, row.text));
+            let (_, lexical) = finder.find(&format!("{} {}", row.title, row.text));
             let cosine = cosines.get(&row.id).copied();
             let relevance = item_relevance(lexical, cosine, vectors.is_some());
             if relevance <= 0.0 {

@@ -804,7 +804,7 @@ impl Searcher {
             favour_order(&mut hits, order, tuning.order_boost);
         }
         hits.sort_by(by_score);
-        let hits = if request.group == GROUP_SESSION {
+        let mut hits = if request.group == GROUP_SESSION {
             group_sessions(hits, &tuning.session_weights, limit)
         } else {
             let mut hits = spread_sessions(hits, tuning.session_decay, limit);
@@ -827,7 +827,6 @@ impl Searcher {
             }
             hits
         };
-        let mut hits = hits;
         for hit in &mut hits {
             if let Some(text) = texts.get(&hit.id) {
                 hit.snippet = text::snippet(text, &terms);
@@ -1379,10 +1378,16 @@ fn score(
 
 /// Best first; ties go to the earlier item, as a conversation is read.
 fn by_score(a: &SearchHit, b: &SearchHit) -> std::cmp::Ordering {
-    b.score
-        .total_cmp(&a.score)
-        .then(a.occurred_at_ms.cmp(&b.occurred_at_ms))
-        .then(a.id.cmp(&b.id))
+    ranked_before(
+        (a.score, a.occurred_at_ms, a.id),
+        (b.score, b.occurred_at_ms, b.id),
+    )
+}
+
+/// The order of [`by_score`] on its three keys (score, time, id), for callers that weigh a
+/// hit's score without changing the hit.
+fn ranked_before(a: (f64, i64, i64), b: (f64, i64, i64)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
 }
 
 /// For "the first time" or "most recently": the strong candidates (within half of the best
@@ -1435,16 +1440,16 @@ fn spread_sessions(hits: Vec<SearchHit>, decay: f64, limit: usize) -> Vec<Search
     let mut taken = vec![0i32; queues.len()];
     let mut out = Vec::new();
     while out.len() < limit {
-        // Compared as `by_score` compares hits, on the weighed score, without copying a hit
-        // for every session at every place.
+        // Each session's next hit on its weighed score, without copying a hit for every
+        // session at every place.
         let next = (0..queues.len())
             .filter_map(|at| {
                 let hit = queues[at].front()?;
                 let score = hit.score * decay.powi((taken[at] - 1).max(0));
-                Some((at, score, hit.occurred_at_ms, hit.id))
+                Some((at, (score, hit.occurred_at_ms, hit.id)))
             })
-            .min_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)).then(a.3.cmp(&b.3)));
-        let Some((at, score, ..)) = next else { break };
+            .min_by(|(_, a), (_, b)| ranked_before(*a, *b));
+        let Some((at, (score, ..))) = next else { break };
         let Some(mut hit) = queues[at].pop_front() else {
             break;
         };

@@ -497,11 +497,6 @@ pub fn stem(word: &str) -> String {
     word.chars().take(6).collect()
 }
 
-/// The share of `terms` found in `text` (0..1), matching by [`stem`].
-pub fn coverage(terms: &[String], text: &str) -> f64 {
-    Terms::new(terms).find(text).1
-}
-
 /// Query terms as they are looked for in a text without the index: by [`stem`], in the text
 /// lowercased. Made once for a query, so that each candidate's text is lowercased once, however
 /// many things are asked of it.
@@ -734,8 +729,8 @@ mod tests {
 
     #[test]
     fn coverage_counts_stems() {
-        let terms = query_terms("reconnecting websocket timeout");
-        assert!((coverage(&terms, "the websocket reconnects") - 2.0 / 3.0).abs() < 1e-9);
+        let terms = Terms::new(&query_terms("reconnecting websocket timeout"));
+        assert!((terms.find("the websocket reconnects").1 - 2.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]
