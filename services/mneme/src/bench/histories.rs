@@ -6,10 +6,12 @@
 //! characters of prose and code). Most
 //! sessions are filler on varied coding work; some carry planted facts in a user turn (and
 //! sometimes an assistant turn confirming them), and every history asks questions whose
-//! evidence is one or more of its sessions, in five categories: single-session facts,
+//! evidence is one or more of its sessions, in seven categories: single-session facts,
 //! preferences stated in passing, aggregation over 2 to 4 sessions, temporal reasoning (dates,
-//! months, "first", "most recently", "N weeks before an event"), and knowledge updates (the
-//! evidence is the latest statement; whether it outranks the older ones is reported too).
+//! months, "first", "most recently", "N weeks before an event"), knowledge updates (the
+//! evidence is the latest statement; whether it outranks the older ones is reported too), what
+//! only the assistant said deep in a long answer, and two dated events set against each other
+//! in one question (both sessions are the evidence).
 //! Filler sessions share the questions' vocabulary on purpose, and questions often paraphrase
 //! the statement, so full-text search alone cannot simply match words.
 //!
@@ -1845,13 +1847,14 @@ const ASSISTANT: &[Kind] = &[
 // ---------------------------------------------------------------------------------------------
 // A generated history.
 
-const CATEGORIES: [&str; 6] = [
+const CATEGORIES: [&str; 7] = [
     "single",
     "preference",
     "aggregation",
     "temporal",
     "update",
     "assistant",
+    "two events",
 ];
 
 struct Turn {
@@ -1868,7 +1871,7 @@ struct Session {
 
 struct Question {
     text: String,
-    /// 1 to 6, the index into [`CATEGORIES`] plus one.
+    /// 1 to 7, the index into [`CATEGORIES`] plus one.
     category: u8,
     /// Indices of the evidence sessions.
     evidence: Vec<usize>,
@@ -2270,6 +2273,16 @@ fn generate(index: usize) -> History {
         .map(|i| session(&mut rng, index, starts[i], &plants[i], &noise))
         .collect();
     said_by_the_assistant(index, &mut sessions, &mut questions);
+    let events = Events {
+        releases: releases
+            .iter()
+            .zip(&features)
+            .map(|(&session, &feature)| (session, feature))
+            .collect(),
+        incidents: incident_sessions.iter().copied().zip(kinds).collect(),
+        moment: (anchor, event_named),
+    };
+    two_events(index, &events, &mut questions);
     History {
         index,
         cwd,
@@ -2277,6 +2290,101 @@ fn generate(index: usize) -> History {
         questions,
         as_of_ms,
     }
+}
+
+/// The dated events a history plants, for questions that name two of them: each release's
+/// session and feature (an index into [`FEATURES`]), each incident's session and kind (into
+/// [`INCIDENTS`]), and the life event's session with how a question names it.
+struct Events {
+    releases: Vec<(usize, usize)>,
+    incidents: Vec<(usize, usize)>,
+    moment: (usize, &'static str),
+}
+
+/// How a question names a release's feature: other words than the release note's, as someone
+/// recalls a feature rather than quotes it. Parallel to [`FEATURES`].
+const FEATURES_RECALLED: &[&str] = &[
+    "exporting to CSV",
+    "the reworked onboarding",
+    "the dashboard's dark theme",
+    "single sign-on with SAML",
+    "editing many invoices at once",
+    "retrying failed webhooks",
+    "billing by usage",
+    "searching the audit log",
+    "paying in several currencies",
+    "reports on phones",
+];
+
+/// How a question names an incident. Parallel to [`INCIDENTS`].
+const INCIDENTS_RECALLED: &[&str] = &[
+    "the lost payment webhooks",
+    "the 502s on the login page",
+    "the broken search index",
+    "the locked orders table",
+    "the expired API certificate",
+];
+
+const TWO_RELEASES_ASK: &[&str] = &[
+    "Which did I ship first, {a} or {b}?",
+    "Did {a} go out before or after {b}?",
+    "How many weeks passed between the release with {a} and the one with {b}?",
+];
+const TWO_INCIDENTS_ASK: &[&str] = &[
+    "Which outage came first, {a} or {b}?",
+    "How long was it between {a} and {b}?",
+    "Did {a} happen before {b}?",
+];
+const RELEASE_AND_MOMENT_ASK: &[&str] = &[
+    "Did the release with {a} come before or after {b}?",
+    "How many weeks before or after {b} did {a} ship?",
+];
+
+/// Three questions naming two dated events each (which came first, how long between them),
+/// whose evidence is both events' sessions: two releases, two incidents, and a release against
+/// the life event. Drawn from a generator of their own, so the history's text is what it was
+/// before this category existed, and the events are named as someone recalls them.
+fn two_events(index: usize, events: &Events, questions: &mut Vec<Question>) {
+    let mut rng = Lcg::new(0x7e0_e7e4_7500 + index as u64);
+    let mut ask = |rng: &mut Lcg, templates: &[&str], a: &str, b: &str, sessions: [usize; 2]| {
+        let template = rng.pick(templates);
+        let mut evidence = sessions.to_vec();
+        evidence.sort_unstable();
+        evidence.dedup();
+        questions.push(Question {
+            text: rng.fill(template, &[("a", a), ("b", b)]),
+            category: 7,
+            evidence,
+            older: Vec::new(),
+        });
+    };
+    let pair = rng.distinct(events.releases.len(), 2);
+    let (first, second) = (events.releases[pair[0]], events.releases[pair[1]]);
+    ask(
+        &mut rng,
+        TWO_RELEASES_ASK,
+        FEATURES_RECALLED[first.1],
+        FEATURES_RECALLED[second.1],
+        [first.0, second.0],
+    );
+    let pair = rng.distinct(events.incidents.len(), 2);
+    let (first, second) = (events.incidents[pair[0]], events.incidents[pair[1]]);
+    ask(
+        &mut rng,
+        TWO_INCIDENTS_ASK,
+        INCIDENTS_RECALLED[first.1],
+        INCIDENTS_RECALLED[second.1],
+        [first.0, second.0],
+    );
+    let release = events.releases[rng.below(events.releases.len())];
+    let (moment, named) = events.moment;
+    ask(
+        &mut rng,
+        RELEASE_AND_MOMENT_ASK,
+        FEATURES_RECALLED[release.1],
+        named,
+        [release.0, moment],
+    );
 }
 
 /// Three facts only the assistant states ([`ASSISTANT`]), each in one long answer of its own
@@ -3064,7 +3172,7 @@ mod tests {
         assert_eq!(a.sessions[0].turns[1].text, b.sessions[0].turns[1].text);
         for history in [a, generate(0), generate(7)] {
             assert!((SESSIONS.0..=SESSIONS.1).contains(&history.sessions.len()));
-            assert!((15..=25).contains(&history.questions.len()));
+            assert!((15..=28).contains(&history.questions.len()));
             for session in &history.sessions {
                 assert!((PAIRS.0 * 2..=PAIRS.1 * 2).contains(&session.turns.len()));
                 for (n, turn) in session.turns.iter().enumerate() {
@@ -3087,6 +3195,15 @@ mod tests {
                     );
                 }
             }
+            let two: Vec<&Question> = history
+                .questions
+                .iter()
+                .filter(|q| q.category == 7)
+                .collect();
+            assert_eq!(two.len(), 3);
+            // Two events each, in two sessions unless both were planted in one.
+            assert!(two.iter().all(|q| (1..=2).contains(&q.evidence.len())));
+            assert!(two.iter().any(|q| q.evidence.len() == 2));
             let first = history.sessions[0].start_ms;
             let last = history.sessions[history.sessions.len() - 1].start_ms;
             assert!(last - first > 150 * DAY_MS);
