@@ -2358,24 +2358,20 @@ fn two_events(index: usize, events: &Events, questions: &mut Vec<Question>) {
             older: Vec::new(),
         });
     };
-    let pair = rng.distinct(events.releases.len(), 2);
-    let (first, second) = (events.releases[pair[0]], events.releases[pair[1]]);
-    ask(
-        &mut rng,
-        TWO_RELEASES_ASK,
-        FEATURES_RECALLED[first.1],
-        FEATURES_RECALLED[second.1],
-        [first.0, second.0],
-    );
-    let pair = rng.distinct(events.incidents.len(), 2);
-    let (first, second) = (events.incidents[pair[0]], events.incidents[pair[1]]);
-    ask(
-        &mut rng,
-        TWO_INCIDENTS_ASK,
-        INCIDENTS_RECALLED[first.1],
-        INCIDENTS_RECALLED[second.1],
-        [first.0, second.0],
-    );
+    for (planted, names, templates) in [
+        (&events.releases, FEATURES_RECALLED, TWO_RELEASES_ASK),
+        (&events.incidents, INCIDENTS_RECALLED, TWO_INCIDENTS_ASK),
+    ] {
+        let pair = rng.distinct(planted.len(), 2);
+        let (first, second) = (planted[pair[0]], planted[pair[1]]);
+        ask(
+            &mut rng,
+            templates,
+            names[first.1],
+            names[second.1],
+            [first.0, second.0],
+        );
+    }
     let release = events.releases[rng.below(events.releases.len())];
     let (moment, named) = events.moment;
     ask(
