@@ -3,6 +3,7 @@
 //! [`crate::import`]). The api asks; nobody else writes these tables.
 
 use common::requests::{Requests, Turns};
+use futures::StreamExt as _;
 use proto::{Message as _, subjects};
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
@@ -275,16 +276,22 @@ async fn erase_raw_events(
             let first = state
                 .first_sequence
                 .max(state.last_sequence.saturating_sub(DEAD_LETTERS_SCANNED));
-            for seq in first..=state.last_sequence {
-                let Ok(message) = letters.get_raw_message(seq).await else {
-                    continue; // deleted or aged out
-                };
-                let Ok(letter) = proto::DeadLetter::decode(message.payload.as_ref()) else {
-                    continue;
-                };
-                if event_ids.contains(letter.event_id.as_str()) {
-                    erase(&letters, seq).await?;
-                }
+            let letters = &letters;
+            let event_ids = &event_ids;
+            let doomed: Vec<u64> = futures::stream::iter(first..=state.last_sequence)
+                .map(|seq| async move {
+                    // A letter deleted or aged out meanwhile, or not a dead letter, is skipped.
+                    let message = letters.get_raw_message(seq).await.ok()?;
+                    let letter = proto::DeadLetter::decode(message.payload.as_ref()).ok()?;
+                    event_ids.contains(letter.event_id.as_str()).then_some(seq)
+                })
+                .buffer_unordered(REQUESTS_IN_FLIGHT)
+                .filter_map(std::future::ready)
+                .collect()
+                .await;
+            let (_, failed) = erase_all(letters, doomed).await;
+            if let Some(error) = failed {
+                return Err(error);
             }
         }
     }
@@ -292,13 +299,28 @@ async fn erase_raw_events(
         .get_stream_no_info(subjects::EVENTS_STREAM)
         .await
         .map_err(|e| format!("opening {}: {e}", subjects::EVENTS_STREAM))?;
-    for (seq, _) in &messages {
-        erase(&events, *seq as u64).await?;
-        sqlx::query("DELETE FROM event_messages WHERE stream_seq = ?")
-            .bind(seq)
-            .execute(pool)
-            .await
-            .map_err(|e| format!("writing event_messages: {e}"))?;
+    let (erased, failed) = erase_all(
+        &events,
+        messages.iter().map(|(seq, _)| *seq as u64).collect(),
+    )
+    .await;
+    // What was erased is forgotten in one write transaction, also when some erasures failed, so
+    // a repeated delete only retries what is still in the stream.
+    let forgotten = async {
+        let mut tx = store::begin_write(pool).await?;
+        for seq in &erased {
+            sqlx::query("DELETE FROM event_messages WHERE stream_seq = ?")
+                .bind(*seq as i64)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await
+    };
+    forgotten
+        .await
+        .map_err(|e| format!("writing event_messages: {e}"))?;
+    if let Some(error) = failed {
+        return Err(error);
     }
     tracing::info!(
         events = messages.len(),
@@ -306,6 +328,35 @@ async fn erase_raw_events(
         "erased the deleted sessions' raw events"
     );
     Ok(())
+}
+
+/// How many JetStream requests erasing a deleted session's raw events keeps in flight. Each
+/// is one round trip to the server; taken one after another, a long imported session (a
+/// thousand events and more) outlasted the caller's request timeout on a busy machine.
+const REQUESTS_IN_FLIGHT: usize = 32;
+
+/// Erase these messages of `stream`, several at a time; returns those erased and the first
+/// error met, if any.
+async fn erase_all<I>(
+    stream: &async_nats::jetstream::stream::Stream<I>,
+    seqs: Vec<u64>,
+) -> (Vec<u64>, Option<String>) {
+    let outcomes: Vec<(u64, Result<(), String>)> = futures::stream::iter(seqs)
+        .map(|seq| async move { (seq, erase(stream, seq).await) })
+        .buffer_unordered(REQUESTS_IN_FLIGHT)
+        .collect()
+        .await;
+    let mut erased = Vec::with_capacity(outcomes.len());
+    let mut failed = None;
+    for (seq, outcome) in outcomes {
+        match outcome {
+            Ok(()) => erased.push(seq),
+            Err(error) => {
+                failed.get_or_insert(error);
+            }
+        }
+    }
+    (erased, failed)
 }
 
 /// Erase one message (JetStream overwrites it); one that is no longer there is erased already.
