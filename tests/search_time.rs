@@ -823,3 +823,81 @@ async fn search_time_a_short_form_is_found_by_its_long_name() {
     );
     app.stop_services().await;
 }
+
+/// A question setting two events against each other needs both of their sessions, and worded
+/// more like one event than the other it ranks the first one's look-alikes above the second:
+/// each event searched on its own gives the second its place among the first five sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_time_both_events_a_question_sets_against_each_other_are_found() {
+    let mut app = App::start().await;
+    const PROJECT: &str = "/work/events";
+    let mut sent = vec![
+        (
+            "sso",
+            PROJECT,
+            at(2025, 3, 4),
+            "Single sign-on is live: enterprise customers log in through their own identity provider.",
+        ),
+        (
+            "theme",
+            PROJECT,
+            at(2025, 4, 15),
+            "Shipped the dark theme for the dashboard today.",
+        ),
+    ];
+    // The look-alikes of the event the question is worded like.
+    let noise = [
+        "The dashboard's dark theme has too little contrast on the first chart.",
+        "Which dashboard widgets should ship first in the redesign?",
+        "The theme switcher on the dashboard forgets the dark setting after a reload.",
+        "Ship the new dashboard colours first, then the dark theme tokens.",
+        "Dark theme screenshots for the dashboard docs are out of date.",
+        "The first paint of the dashboard is slow with the dark theme on.",
+        "Did the dashboard theme refactor ship with the last release?",
+    ];
+    // The other event's words in other senses, so that none of them is rare in the store.
+    let others = [
+        "Sign the release tag with a single key, not the whole keyring.",
+        "A single failing test should not sign off the build as red.",
+        "Sign each artifact before upload; a single unsigned one breaks the mirror.",
+    ];
+    for (n, (text, session)) in others.iter().zip(["m0", "m1", "m2"]).enumerate() {
+        sent.push((session, PROJECT, at(2025, 2, 1 + n as i64), text));
+    }
+    let sessions = ["n0", "n1", "n2", "n3", "n4", "n5", "n6"];
+    for (n, (text, session)) in noise.iter().zip(sessions).enumerate() {
+        sent.push((session, PROJECT, at(2025, 5, 1 + n as i64), text));
+    }
+    publish(&app, &sent).await;
+    let asked = SearchRequest {
+        as_of_ms: at(2025, 10, 1),
+        ..prompts(
+            "Which did I ship first, single sign-on or the dark theme for the dashboard?",
+            PROJECT,
+        )
+    };
+    let first_five = |hits: &[proto::SearchHit]| -> Vec<String> {
+        let mut sessions: Vec<String> = Vec::new();
+        for hit in hits {
+            if sessions.len() < 5 && !sessions.contains(&hit.session_id) {
+                sessions.push(hit.session_id.clone());
+            }
+        }
+        sessions
+    };
+    let without = app
+        .searcher(retrieval::search::Tuning {
+            two_events_margin: 0.0,
+            ..Default::default()
+        })
+        .await;
+    let (hits, _) = without.search(&asked).await.unwrap();
+    let before = first_five(&hits);
+    let after = first_five(&search(&app, asked).await.hits);
+    assert!(!before.contains(&"sso".to_owned()), "{before:?}");
+    assert!(
+        after.contains(&"sso".to_owned()) && after.contains(&"theme".to_owned()),
+        "{after:?}"
+    );
+    app.stop_services().await;
+}

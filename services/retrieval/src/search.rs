@@ -28,6 +28,10 @@ const REWORDED_WEIGHT: f64 = 0.5;
 /// The rank offset of reciprocal rank fusion across wordings, the usual 60.
 const REWORDED_RRF_K: f64 = 60.0;
 
+/// How many of a ranking's first sessions a question setting two events against each other
+/// should find both events among ([`give_room`]).
+const ROOM_SESSIONS: usize = 5;
+
 /// A time window the question names is widened by half a day either side: the asker's day is
 /// not always the UTC day.
 const WINDOW_PAD: i64 = common::time::DAY_MS / 2;
@@ -111,6 +115,11 @@ pub struct Tuning {
     /// query ([`text::other_forms`]: "pull requests" finds "PRs", "CI" finds "continuous
     /// integration").
     pub other_forms: bool,
+    /// For a question setting two events against each other ([`text::two_events`]): each
+    /// event is searched on its own too, and its best session takes a place among the first
+    /// five when it is missing there and scores at least this many times the next session in
+    /// that search (0: off).
+    pub two_events_margin: f64,
 }
 
 impl Default for Tuning {
@@ -179,6 +188,10 @@ impl Default for Tuning {
             // for one more update question of 18 and moved nothing else (`MNEME_BENCH_SWEEP=
             // forms`; docs/evaluation.md).
             other_forms: true,
+            // The development half of the histories gained the same two questions of 18 at
+            // every margin from 1 to 1.5 and none at 2, and no other question moved
+            // (`MNEME_BENCH_SWEEP=events`; docs/evaluation.md): the middle of that plateau.
+            two_events_margin: 1.25,
         }
     }
 }
@@ -295,19 +308,80 @@ impl Searcher {
             }
             _ => request,
         };
-        let first = self.rank(request, None).await?;
-        let feedback = self.feedback(request, &first).await.unwrap_or_else(|error| {
-            // The first ranking stands: feedback can only add to it.
-            tracing::warn!(error = %format!("{error:#}"), "could not move the query towards its first answers");
-            None
-        });
-        let ranked = match feedback {
-            Some(feedback) => self.rank(request, Some(&feedback)).await?,
-            None => first,
+        // Like feedback, the two events' own searches are for search, not for injection's floor
+        // on likeness to the question as asked; and grouped sessions are ranked as wholes. They
+        // run beside the question's own ranking, so they add little to its time.
+        let events = (self.tuning.two_events_margin > 0.0
+            && request.min_relevance <= 0.0
+            && request.group != GROUP_SESSION)
+            .then(|| text::two_events(&request.query))
+            .flatten();
+        let own = async {
+            let first = self.rank(request, None).await?;
+            let feedback = self.feedback(request, &first).await.unwrap_or_else(|error| {
+                // The first ranking stands: feedback can only add to it.
+                tracing::warn!(error = %format!("{error:#}"), "could not move the query towards its first answers");
+                None
+            });
+            anyhow::Ok(match feedback {
+                Some(feedback) => self.rank(request, Some(&feedback)).await?,
+                None => first,
+            })
         };
+        let parts = async {
+            let Some((a, b)) = &events else {
+                return Vec::new();
+            };
+            let (a, b) = tokio::join!(self.event_best(request, a), self.event_best(request, b));
+            [a, b]
+                .into_iter()
+                .filter_map(|found| match found {
+                    Ok(best) => best,
+                    Err(error) => {
+                        // The service's own ranking stands: this can only add to it.
+                        tracing::warn!(error = %format!("{error:#}"), "could not search an event of the question on its own");
+                        None
+                    }
+                })
+                .collect()
+        };
+        let (ranked, parts) = tokio::join!(own, parts);
+        let ranked = ranked?;
         let mut hits = ranked.hits;
+        give_room(&mut hits, parts, limit_of(request));
         self.fill_origins(&mut hits).await?;
         Ok((hits, ranked.mode))
+    }
+
+    /// An event a question sets against another ([`text::two_events`]), searched on its own:
+    /// its best hit, when its session stands out in that search (its score at least
+    /// `two_events_margin` times the next session's).
+    async fn event_best(
+        &self,
+        request: &SearchRequest,
+        event: &str,
+    ) -> anyhow::Result<Option<SearchHit>> {
+        let ranked = self
+            .rank(
+                &SearchRequest {
+                    query: event.to_owned(),
+                    limit: 2 * ROOM_SESSIONS as u32,
+                    group: String::new(),
+                    ..request.clone()
+                },
+                None,
+            )
+            .await?;
+        let mut seen = HashSet::new();
+        let mut sessions = ranked
+            .hits
+            .into_iter()
+            .filter(|hit| seen.insert(hit.session_id.clone()));
+        let Some(best) = sessions.next() else {
+            return Ok(None);
+        };
+        let next = sessions.next().map_or(0.0, |hit| hit.score);
+        Ok((best.score >= self.tuning.two_events_margin * next).then_some(best))
     }
 
     /// Search the query and other wordings of it (an LLM's, `mneme.compressor.rewrite`), and
@@ -1410,6 +1484,55 @@ fn favour_order(hits: &mut [SearchHit], order: Order, boost: f64) {
         };
         hit.score *= 1.0 + boost * place;
     }
+}
+
+/// A question setting two events against each other ([`text::two_events`]) needs both of their
+/// sessions, and it is often worded more like one event than the other, whose session then
+/// ranks out of sight behind the first one's look-alikes. Each event's own best hit
+/// (`Searcher::event_best`) whose session is not among the first [`ROOM_SESSIONS`] takes a
+/// place among them, from the last of those places up; the ranking is otherwise the service's
+/// own. Fusing the events' own rankings into it by rank was measured and lost, as each event
+/// alone matches many sessions about as well.
+fn give_room(hits: &mut Vec<SearchHit>, events: Vec<SearchHit>, limit: usize) {
+    let first = first_sessions(hits, ROOM_SESSIONS);
+    let mut wanted: Vec<SearchHit> = Vec::new();
+    for hit in events {
+        if !first.contains(hit.session_id.as_str())
+            && !wanted.iter().any(|w| w.session_id == hit.session_id)
+        {
+            wanted.push(hit);
+        }
+    }
+    if wanted.is_empty() {
+        return;
+    }
+    hits.retain(|hit| !wanted.iter().any(|w| w.id == hit.id));
+    // The first hit of the session whose place the first wanted hit takes.
+    let keep = ROOM_SESSIONS - wanted.len();
+    let mut seen = HashSet::new();
+    let cut = hits
+        .iter()
+        .position(|hit| seen.insert(hit.session_id.as_str()) && seen.len() > keep)
+        .unwrap_or(hits.len());
+    // Each takes the score of the place it takes, so the scores still fall down the list.
+    let score = hits.get(cut).or(hits.last()).map(|hit| hit.score);
+    for mut hit in wanted.into_iter().rev() {
+        hit.score = score.unwrap_or(hit.score);
+        hits.insert(cut, hit);
+    }
+    hits.truncate(limit);
+}
+
+/// The first `n` distinct sessions of a ranking.
+fn first_sessions(hits: &[SearchHit], n: usize) -> HashSet<&str> {
+    let mut sessions = HashSet::new();
+    for hit in hits {
+        if sessions.len() == n {
+            break;
+        }
+        sessions.insert(hit.session_id.as_str());
+    }
+    sessions
 }
 
 /// `items` in lists by the session `session` names for each, in the order each session first

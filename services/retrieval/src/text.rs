@@ -351,6 +351,92 @@ pub fn asks_for_several(question: &str) -> bool {
     verb > 0 && is_plural(rest[verb - 1])
 }
 
+/// The two events a question sets against each other, when it asks for their order or the time
+/// between them: "which did I ship first, the SAML login or the CSV export?", "how long was it
+/// between the broken index and the locked table?", "did the release come before or after the
+/// conference?", "did the outage happen before the migration?", "how many weeks before the
+/// move did I ship it?". Each event has a session of its own, and the question as a whole is
+/// often worded more like one than the other, whose session then ranks out of sight. The
+/// events come back lowercased, without the auxiliary a yes-or-no question starts with.
+pub fn two_events(question: &str) -> Option<(String, String)> {
+    let lower = question
+        .trim()
+        .trim_end_matches(['?', '.', '!'])
+        .to_lowercase();
+    let lower = lower.trim();
+    // Parts of a dozen words or more are clauses, not names of events.
+    let part = |text: &str| {
+        let text = text.trim().trim_matches([',', ':', ';', '-']).trim();
+        let mut words: Vec<&str> = text.split_whitespace().collect();
+        if words.first().is_some_and(|w| YES_OR_NO.contains(w)) {
+            words.remove(0);
+        }
+        let named = words.iter().any(|w| {
+            let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+            !w.is_empty() && !is_stopword(w)
+        });
+        (named && words.len() < 12).then(|| words.join(" "))
+    };
+    let pair = |a: &str, b: &str| Some((part(a)?, part(b)?));
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let asks_how_long = matches!(words.as_slice(), ["how", "long" | "many" | "much", ..]);
+    // "how long was it between A and B": not "the difference between A and B", nor "where was
+    // I between May and June".
+    if asks_how_long
+        && let Some(at) = lower.rfind(" between ")
+        && let Some((a, b)) = lower[at + " between ".len()..].split_once(" and ")
+    {
+        return pair(a, b);
+    }
+    // "which came first, A or B": a question of which, with a word of order, before a comma or
+    // colon, the events after it; not "after the first run, did it stop or go on?".
+    if let Some(at) = lower.find([',', ':']) {
+        let (head, tail) = lower.split_at(at);
+        let mut head = head.split_whitespace();
+        if head
+            .next()
+            .is_some_and(|w| matches!(w, "which" | "what" | "who"))
+            && head.any(|w| ORDER_WORDS.contains(&w.trim_matches(|c: char| !c.is_alphanumeric())))
+            && let Some((a, b)) = tail[1..].split_once(" or ")
+        {
+            return pair(a, b);
+        }
+    }
+    for joint in [" before or after ", " before ", " after "] {
+        let Some((head, tail)) = lower.split_once(joint) else {
+            continue;
+        };
+        // "how many weeks before the move did I ship it": the first event runs to the
+        // question's auxiliary, the other follows it.
+        if asks_how_long {
+            let Some((a, b)) = YES_OR_NO
+                .iter()
+                .find_map(|aux| tail.split_once(&format!(" {aux} ")))
+            else {
+                continue;
+            };
+            return pair(a, b);
+        }
+        // "did A come before or after B", "was A before B"
+        if words.first().is_some_and(|w| YES_OR_NO.contains(w)) {
+            return pair(head, tail);
+        }
+    }
+    None
+}
+
+/// What a yes-or-no question about the past starts with, and what follows the event a "how
+/// long before" question counts from ("how many weeks before the move did I ship it"). In the
+/// present tense ("is the cache before or after the load balancer?") such a question is as
+/// often about places as about times.
+const YES_OR_NO: &[&str] = &["did", "was", "were", "had"];
+
+/// Words asking which of two things came first or last.
+const ORDER_WORDS: &[&str] = &[
+    "first", "earlier", "earliest", "sooner", "later", "latest", "last", "recently", "before",
+    "after", "older", "newer",
+];
+
 /// Whether a question asks after what the assistant said ("which lint did you suggest?", "you
 /// recommended a profiler, which one?", "what was your theory?"): "you" doing something the
 /// assistant does in its answers (suggest, explain, recommend, point at), in the past, or
@@ -585,6 +671,66 @@ pub fn tokens(text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn two_events_are_read_from_a_question_of_order_or_interval() {
+        let cases = [
+            (
+                "Which did I ship first, single sign-on with SAML or the dashboard's dark theme?",
+                ("single sign-on with saml", "the dashboard's dark theme"),
+            ),
+            (
+                "Which came first: the move to Berlin or the Postgres upgrade?",
+                ("the move to berlin", "the postgres upgrade"),
+            ),
+            (
+                "How long was it between the broken search index and the locked orders table?",
+                ("the broken search index", "the locked orders table"),
+            ),
+            (
+                "How many days passed between my trip to Lisbon and the release of v2?",
+                ("my trip to lisbon", "the release of v2"),
+            ),
+            (
+                "Did the release with billing by usage come before or after the Lisbon conference?",
+                (
+                    "the release with billing by usage come",
+                    "the lisbon conference",
+                ),
+            ),
+            (
+                "Did the cache outage happen before the schema migration?",
+                ("the cache outage happen", "the schema migration"),
+            ),
+            (
+                "How many weeks before or after the conference did CSV export ship?",
+                ("the conference", "csv export ship"),
+            ),
+        ];
+        for (question, (a, b)) in cases {
+            assert_eq!(
+                super::two_events(question),
+                Some((a.to_owned(), b.to_owned())),
+                "{question}"
+            );
+        }
+        for one in [
+            "What did I work on two weeks before I moved to Berlin?",
+            "Which editor do I use, Vim or Emacs?",
+            "What did I ship in May?",
+            "Which databases have I tried for the cache?",
+            "What was the first thing I fixed after the outage?",
+            "Should I use Redis or Memcached for sessions?",
+            "How long does the test suite take?",
+            "Is the cache before or after the load balancer?",
+            "What's the difference between trace_id and hex_trace_id?",
+            "Where was John between August 11 and August 15 2023?",
+            "How did we settle the fight between credo and the compiler?",
+            "After the first sync task, did the user want us to stop or keep going?",
+        ] {
+            assert_eq!(super::two_events(one), None, "{one}");
+        }
+    }
+
     #[test]
     fn a_question_after_what_the_assistant_said_is_told_from_a_request() {
         for asked in [

@@ -232,6 +232,12 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         "assistant" => one_setting("assistant", &[1.25, 1.5, 2.0, 3.0], |t, boost| {
             t.assistant_boost = boost;
         }),
+        // For a question setting two events against each other, how far an event searched on
+        // its own must put its best session ahead of the next to be given a place in the first
+        // five (1: whenever it is missing there; 0: off).
+        "events" => one_setting("events", &[0.0, 1.0, 1.1, 1.25, 1.5, 2.0], |t, margin| {
+            t.two_events_margin = margin;
+        }),
         // How much the newest items gain.
         "recency" => one_setting("recency", &[0.0, 0.1, 0.3], |t, boost| {
             t.recency_boost = boost;
