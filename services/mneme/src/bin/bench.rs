@@ -188,7 +188,7 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         "feedback" => [0.3, 0.6, 1.0]
             .into_iter()
             .flat_map(|weight| {
-                [2, 3, 5].map(|sessions| {
+                [2, 3, 5, 8, 12].map(|sessions| {
                     (
                         format!("sweep feedback={weight} sessions={sessions}"),
                         Tuning {
