@@ -238,6 +238,11 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         "events" => one_setting("events", &[0.0, 1.0, 1.1, 1.25, 1.5, 2.0], |t, margin| {
             t.two_events_margin = margin;
         }),
+        // For "the first time", "most recently" or what holds "now": how much the earliest or
+        // the latest of the strong candidates gains, around the default of 0.3.
+        "order" => one_setting("order", &[0.0, 0.15, 0.6, 1.0], |t, boost| {
+            t.order_boost = boost;
+        }),
         // How much the newest items gain.
         "recency" => one_setting("recency", &[0.0, 0.1, 0.3], |t, boost| {
             t.recency_boost = boost;
