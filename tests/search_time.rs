@@ -89,6 +89,17 @@ fn prompts(query: &str, project: &str) -> SearchRequest {
     }
 }
 
+/// The sessions of a ranking's hits, each once, in the order they first appear.
+fn distinct_sessions(hits: &[proto::SearchHit]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for hit in hits {
+        if !seen.contains(&hit.session_id) {
+            seen.push(hit.session_id.clone());
+        }
+    }
+    seen
+}
+
 async fn search(app: &App, request: SearchRequest) -> SearchReply {
     let reply: SearchReply = app.ask(subjects::RETRIEVAL_SEARCH, &request).await;
     assert!(reply.error.is_empty(), "{}", reply.error);
@@ -319,15 +330,7 @@ async fn search_time_a_question_naming_only_a_time_gets_what_was_done_then() {
         as_of_ms: as_of(),
         ..prompts(query, DAYS)
     };
-    let sessions = |reply: &SearchReply| -> Vec<String> {
-        let mut seen = Vec::new();
-        for hit in &reply.hits {
-            if !seen.contains(&hit.session_id) {
-                seen.push(hit.session_id.clone());
-            }
-        }
-        seen
-    };
+    let sessions = |reply: &SearchReply| distinct_sessions(&reply.hits);
 
     // Two weeks before the move (26 January) is 12 January: that day's work first, then the
     // work nearest it; the note that merely says "working" is not among them.
@@ -876,13 +879,9 @@ async fn search_time_both_events_a_question_sets_against_each_other_are_found() 
             PROJECT,
         )
     };
-    let first_five = |hits: &[proto::SearchHit]| -> Vec<String> {
-        let mut sessions: Vec<String> = Vec::new();
-        for hit in hits {
-            if sessions.len() < 5 && !sessions.contains(&hit.session_id) {
-                sessions.push(hit.session_id.clone());
-            }
-        }
+    let first_five = |hits: &[proto::SearchHit]| {
+        let mut sessions = distinct_sessions(hits);
+        sessions.truncate(5);
         sessions
     };
     let without = app
