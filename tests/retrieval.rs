@@ -1612,6 +1612,79 @@ async fn a_question_asking_for_several_answers_brings_more_of_them_first() {
     assert_eq!(ids(&reply.hits), ids(&hits));
 }
 
+/// In a question after what the assistant said, the verb that says so ("did you recommend")
+/// names nothing the answer holds, and full text matching it finds every answer that
+/// recommends anything; search leaves it out of full text, so the answer that holds what was
+/// asked after comes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_words_that_frame_a_question_are_not_matched() {
+    let mut app = App::start().await;
+    let cwd = "/work/framing";
+    let turn = |session: &str, prompt: &str, answer: &str| {
+        [
+            json!({"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": cwd,
+                "transcript_path": "/tmp/t.jsonl", "prompt": prompt}),
+            json!({"hook_event_name": "Stop", "session_id": session, "cwd": cwd,
+                "transcript_path": "/tmp/t.jsonl", "last_assistant_message": answer}),
+        ]
+    };
+    let events: Vec<Value> = [
+        turn(
+            "answered",
+            "the api client gives up too early when the billing service is slow",
+            "Rather than keeping our own backoff loop for the retries, pull in backon: it \
+             handles jitter, a maximum number of attempts and which errors are worth another \
+             try.",
+        ),
+        turn(
+            "recommending",
+            "should this refactor be split into two commits?",
+            "I recommend two commits, as I recommended last time. I would recommend the \
+             mechanical move first and the change of behaviour second, and I recommend \
+             reviewing them one at a time.",
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for event in &events {
+        assert!(app.hook(event.to_string().as_bytes()).0.status.success());
+    }
+    app.wait_indexed(4).await;
+    let question = "Which library did you recommend for the retries?";
+    let reply = search(
+        &app,
+        SearchRequest {
+            limit: 4,
+            ..query(question, cwd)
+        },
+    )
+    .await;
+    let framed = app
+        .searcher(retrieval::search::Tuning {
+            drop_framing: false,
+            ..Default::default()
+        })
+        .await;
+    let (hits, _) = framed
+        .search(&SearchRequest {
+            limit: 4,
+            ..query(question, cwd)
+        })
+        .await
+        .unwrap();
+    let first = reply.hits.first().expect("a hit");
+    assert_eq!(
+        (first.session_id.as_str(), first.kind.as_str()),
+        ("answered", "reply")
+    );
+    assert_eq!(
+        hits.first().map(|h| h.session_id.as_str()),
+        Some("recommending")
+    );
+    app.stop_services().await;
+}
+
 /// A question after what the assistant said ("which memory profiler did you recommend?") is
 /// answered by the assistant's answer, though a prompt of another session asks the same thing
 /// in the question's own words: the service lifts the assistant's answers for such a question.

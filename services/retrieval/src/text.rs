@@ -437,61 +437,97 @@ const ORDER_WORDS: &[&str] = &[
     "after", "older", "newer",
 ];
 
+/// What "you" did in an answer, in the past tense (sorted for binary search).
+const SAID_DONE: &[&str] = &[
+    "advised",
+    "chose",
+    "described",
+    "explained",
+    "gave",
+    "had",
+    "listed",
+    "mentioned",
+    "named",
+    "noted",
+    "offered",
+    "picked",
+    "pointed",
+    "proposed",
+    "provided",
+    "recommended",
+    "said",
+    "shared",
+    "showed",
+    "suggested",
+    "told",
+    "wrote",
+];
+/// The base form of [`SAID_DONE`] that follows "did you" / "have you" (sorted).
+const SAID_DO: &[&str] = &[
+    "advise",
+    "choose",
+    "describe",
+    "explain",
+    "give",
+    "list",
+    "mention",
+    "name",
+    "note",
+    "offer",
+    "pick",
+    "point",
+    "propose",
+    "provide",
+    "recommend",
+    "say",
+    "share",
+    "show",
+    "suggest",
+    "tell",
+    "write",
+];
+
+/// The words of a question that frame it rather than name what it asks after: in a question
+/// after what the assistant said, the verbs of what it did in its answers ("which profiler did
+/// you *recommend*?", "you *pointed* me at a package"), and anywhere a request to remember
+/// ("can you *remind* me", "do you *remember*", "I *recall* you said"). Full text matching such
+/// a word finds every answer that recommends or points at anything. A verb of remembering that
+/// is what the question asks about ("what does she do to remember her dog?") is kept.
+pub fn framing_words(question: &str) -> Vec<String> {
+    let lower = question.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let said = asks_what_the_assistant_said(question);
+    let mut framing: Vec<String> = words
+        .iter()
+        .enumerate()
+        .filter(|&(at, word)| {
+            let before = at.checked_sub(1).map(|b| words[b]);
+            let after = words.get(at + 1).copied();
+            match *word {
+                "remind" => matches!(after, Some("me" | "us")),
+                "remember" | "recall" => matches!(before, Some("you" | "i" | "we")),
+                _ => {
+                    said && (SAID_DONE.binary_search(word).is_ok()
+                        || SAID_DO.binary_search(word).is_ok())
+                }
+            }
+        })
+        .map(|(_, word)| (*word).to_owned())
+        .collect();
+    framing.sort_unstable();
+    framing.dedup();
+    framing
+}
+
 /// Whether a question asks after what the assistant said ("which lint did you suggest?", "you
 /// recommended a profiler, which one?", "what was your theory?"): "you" doing something the
 /// assistant does in its answers (suggest, explain, recommend, point at), in the past, or
 /// "your" before what an answer holds. A request addressed to it ("can you remind me where I
 /// put the keys?") is not one: its answer is in what the person said.
 pub fn asks_what_the_assistant_said(question: &str) -> bool {
-    // Sorted for binary search: what "you" did in an answer, in the past tense, and the base
-    // form that follows "did you" / "have you".
-    const DONE: &[&str] = &[
-        "advised",
-        "chose",
-        "described",
-        "explained",
-        "gave",
-        "had",
-        "listed",
-        "mentioned",
-        "named",
-        "noted",
-        "offered",
-        "picked",
-        "pointed",
-        "proposed",
-        "provided",
-        "recommended",
-        "said",
-        "shared",
-        "showed",
-        "suggested",
-        "told",
-        "wrote",
-    ];
-    const DO: &[&str] = &[
-        "advise",
-        "choose",
-        "describe",
-        "explain",
-        "give",
-        "list",
-        "mention",
-        "name",
-        "note",
-        "offer",
-        "pick",
-        "point",
-        "propose",
-        "provide",
-        "recommend",
-        "say",
-        "share",
-        "show",
-        "suggest",
-        "tell",
-        "write",
-    ];
     const ANSWERS: &[&str] = &[
         "advice",
         "answer",
@@ -516,7 +552,8 @@ pub fn asks_what_the_assistant_said(question: &str) -> bool {
                 .find(|w| BETWEEN.binary_search(w).is_err());
             let asked = at > 0 && matches!(words[at - 1], "did" | "have" | "had");
             verb.is_some_and(|verb| {
-                DONE.binary_search(verb).is_ok() || (asked && DO.binary_search(verb).is_ok())
+                SAID_DONE.binary_search(verb).is_ok()
+                    || (asked && SAID_DO.binary_search(verb).is_ok())
             })
         }
         "your" => words.get(at + 1).is_some_and(|w| {
@@ -754,6 +791,38 @@ mod tests {
             "you know the flaky test, when did I quarantine it?",
         ] {
             assert!(!super::asks_what_the_assistant_said(not), "{not}");
+        }
+    }
+
+    #[test]
+    fn the_words_that_frame_a_question_are_told_from_what_it_asks_after() {
+        let framing = |q: &str| super::framing_words(q);
+        assert_eq!(
+            framing("You pointed me at a package for retrying failed calls. Which one was it?"),
+            ["pointed"]
+        );
+        assert_eq!(
+            framing("Which memory profiler did you recommend?"),
+            ["recommend"]
+        );
+        assert_eq!(
+            framing("Can you remind me what you suggested for the retry budget?"),
+            ["remind", "suggested"]
+        );
+        assert_eq!(
+            framing("Do you remember which port staging uses?"),
+            ["remember"]
+        );
+        // A request to the assistant is not a question after what it said: its verbs stay.
+        assert!(framing("Could you tell me what port staging listens on?").is_empty());
+        assert!(framing("what did I suggest to the team about retries").is_empty());
+        // Remembering as what the question asks about (LoCoMo's wording) stays.
+        for asked in [
+            "What did Maria make for her home to remind her of a trip to England?",
+            "What does Joanna do to remember happy memories?",
+            "What does the photo on Joanna's cork board remind her of?",
+        ] {
+            assert!(framing(asked).is_empty(), "{asked}");
         }
     }
 

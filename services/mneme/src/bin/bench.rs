@@ -232,6 +232,15 @@ fn fusion_sweep() -> Vec<(&'static str, retrieval::search::Tuning)> {
         "assistant" => one_setting("assistant", &[1.25, 1.5, 2.0, 3.0], |t, boost| {
             t.assistant_boost = boost;
         }),
+        // Full text with the words that frame a question ("did you recommend"), which the
+        // service leaves out.
+        "framing" => vec![(
+            "sweep framing=kept".to_owned(),
+            Tuning {
+                drop_framing: false,
+                ..base
+            },
+        )],
         // For a question setting two events against each other, how far an event searched on
         // its own must put its best session ahead of the next to be given a place in the first
         // five (1: whenever it is missing there; 0: off).
