@@ -544,14 +544,9 @@ impl Searcher {
         let mut terms = text::query_terms(&when.text);
         if tuning.drop_framing {
             let framing = text::framing_words(&request.query);
-            let named: Vec<String> = terms
-                .iter()
-                .filter(|t| !framing.contains(t))
-                .cloned()
-                .collect();
             // A question made only of such words keeps them.
-            if !named.is_empty() {
-                terms = named;
+            if terms.iter().any(|t| !framing.contains(t)) {
+                terms.retain(|t| !framing.contains(t));
             }
         }
         if tuning.other_forms {

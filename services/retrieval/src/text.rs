@@ -318,16 +318,22 @@ pub fn other_forms(terms: &[String]) -> Vec<String> {
     added
 }
 
+/// The words of a lowercased question as the question readers below take them: runs of
+/// letters and digits, an apostrophe kept inside ("don't", "i've").
+fn words_of(lower: &str) -> Vec<&str> {
+    lower
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
 /// Whether a question asks for several answers spread over the memory ("how many", "in
 /// total", "list …", or "which"/"what" with a plural noun before its verb: "which databases
 /// have I tried"), rather than for one fact. Such questions are answered by items that each
 /// hold one of the answers, often in words of their own, so search looks for more of them.
 pub fn asks_for_several(question: &str) -> bool {
     let lower = question.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words = words_of(&lower);
     let has = |phrase: &[&str]| words.windows(phrase.len()).any(|w| w == phrase);
     if has(&["how", "many"]) || has(&["in", "total"]) || has(&["all", "the"]) {
         return true;
@@ -495,10 +501,7 @@ const SAID_DO: &[&str] = &[
 /// is what the question asks about ("what does she do to remember her dog?") is kept.
 pub fn framing_words(question: &str) -> Vec<String> {
     let lower = question.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words = words_of(&lower);
     let said = asks_what_the_assistant_said(question);
     let mut framing: Vec<String> = words
         .iter()
@@ -541,10 +544,7 @@ pub fn asks_what_the_assistant_said(question: &str) -> bool {
     // Words that may stand between "you" and its verb ("you once suggested").
     const BETWEEN: &[&str] = &["also", "earlier", "ever", "just", "once", "previously"];
     let lower = question.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words = words_of(&lower);
     words.iter().enumerate().any(|(at, word)| match *word {
         "you" => {
             let verb = words[at + 1..]
