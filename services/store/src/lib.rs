@@ -70,13 +70,18 @@ impl Store {
             })?;
         }
         // SQLite creates the -wal and -shm files with the database file's permissions, so the
-        // database file is made (or narrowed to) owner-only before SQLite ever opens it.
+        // database file is made (or narrowed to) owner-only before SQLite ever opens it. An
+        // existing database is only narrowed, never opened here: closing any descriptor of a
+        // file drops every POSIX lock this process holds on it, and SQLite's connections in this
+        // process (another service of `mneme up`, an earlier pool) would lose theirs. A process
+        // whose last connection then closed would find the database unused, checkpoint it and
+        // delete the WAL under those connections, which then read a malformed database.
         for suffix in ["", "-wal", "-shm"] {
             let mut name = path.as_os_str().to_owned();
             name.push(suffix);
             let file = PathBuf::from(name);
             let made = if suffix.is_empty() {
-                private_file(&file)
+                new_private_file(&file)
             } else {
                 narrow_file(&file)
             };
@@ -239,6 +244,20 @@ pub fn private_file(path: &Path) -> std::io::Result<()> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, FILE_MODE);
     options.open(path)?;
     narrow_file(path)
+}
+
+/// Create the file at `path` owner-only (0600) when it does not exist, or narrow an existing one
+/// to 0600 without opening it (see [`Store::open`] for why it must not be opened).
+fn new_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create_new(true).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, FILE_MODE);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => narrow_file(path),
+        Err(e) => Err(e),
+    }
 }
 
 /// Narrow an existing file to owner-only (0600) when group or others may read it; a missing
@@ -432,6 +451,60 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    /// The POSIX locks this process holds on the file at `path`, as the kernel lists them.
+    #[cfg(target_os = "linux")]
+    fn locks_held_on(path: &Path) -> usize {
+        use std::os::unix::fs::MetadataExt as _;
+        let inode = std::fs::metadata(path).unwrap().ino();
+        let pid = std::process::id().to_string();
+        // Lines read "1: POSIX  ADVISORY  READ 1234 08:01:5678 128 128": the owner's pid, then
+        // device and inode.
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .filter(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.get(1) == Some(&"POSIX")
+                    && fields.get(4) == Some(&pid.as_str())
+                    && fields
+                        .get(5)
+                        .and_then(|device| device.rsplit(':').next())
+                        .and_then(|i| i.parse::<u64>().ok())
+                        == Some(inode)
+            })
+            .count()
+    }
+
+    /// A second open in one process (another service of `mneme up`, a test's poll) must leave
+    /// the locks of the first pool's connections in place: without them another process closing
+    /// its last connection takes the database for unused and deletes the WAL under them.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn opening_the_store_again_keeps_the_locks_of_open_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mneme.db");
+        let first = Store::open(&path).await.unwrap();
+        let mut held = first.pool().acquire().await.unwrap();
+        let mut reading = sqlx::Connection::begin(&mut *held).await.unwrap();
+        let _: (i64,) = sqlx::query_as("select count(*) from sessions")
+            .fetch_one(&mut *reading)
+            .await
+            .unwrap();
+        let before = locks_held_on(&path);
+        assert!(
+            before > 0,
+            "a reading connection holds a lock on the database"
+        );
+        let second = Store::open(&path).await.unwrap();
+        let read_only = Store::open_read_only(&path).await.unwrap();
+        assert_eq!(locks_held_on(&path), before);
+        reading.commit().await.unwrap();
+        drop(held);
+        second.close().await;
+        read_only.close().await;
+        first.close().await;
     }
 
     #[tokio::test]

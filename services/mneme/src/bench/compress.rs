@@ -172,13 +172,18 @@ pub async fn compress() -> anyhow::Result<()> {
         percentile(&checkpoints, 50.0),
         percentile(&checkpoints, 95.0)
     );
-    store.close().await;
-    // Keep the store for a look at what was written, when asked.
+    // Keep the store for a look at what was written, when asked. SQLite writes the copy: copying
+    // the file here would open and close it, dropping the locks of the services' connections in
+    // this process (see `store::Store::open`).
     if let Some(keep) = std::env::var_os("MNEME_BENCH_KEEP") {
-        std::fs::copy(bed.common.db_path(), &keep)
+        sqlx::query("VACUUM INTO ?")
+            .bind(keep.to_string_lossy().into_owned())
+            .execute(store.pool())
+            .await
             .with_context(|| format!("copying the store to {}", keep.to_string_lossy()))?;
         println!("store kept at {}", keep.to_string_lossy());
     }
+    store.close().await;
     bed.stop().await;
     Ok(())
 }
