@@ -81,7 +81,7 @@ impl Store {
             name.push(suffix);
             let file = PathBuf::from(name);
             let made = if suffix.is_empty() {
-                new_private_file(&file)
+                private_file(&file)
             } else {
                 narrow_file(&file)
             };
@@ -235,20 +235,11 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Create the file at `path` owner-only (0600) when it does not exist, or narrow it to 0600
-/// when group or others may read it (saying so in the log).
+/// Create the file at `path` owner-only (0600) when it does not exist, or narrow an existing
+/// one to 0600 when group or others may read it (saying so in the log). An existing file is
+/// never opened: it may be the store, whose SQLite connections in this process would lose
+/// their locks when the descriptor closed (see [`Store::open`]).
 pub fn private_file(path: &Path) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).truncate(false).write(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, FILE_MODE);
-    options.open(path)?;
-    narrow_file(path)
-}
-
-/// Create the file at `path` owner-only (0600) when it does not exist, or narrow an existing one
-/// to 0600 without opening it (see [`Store::open`] for why it must not be opened).
-fn new_private_file(path: &Path) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.create_new(true).write(true);
     #[cfg(unix)]
